@@ -1,0 +1,10 @@
+// Compiler macros shared by the public headers and the kernels. Nothing else lives here.
+#pragma once
+
+// Functions that must compile for both the host and a CUDA device (the shared kernels in
+// src/kernels and the Half/BFloat16 conversions). Under a host compiler this is plain inline.
+#if defined(__CUDACC__)
+#define IGNIS_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define IGNIS_HOST_DEVICE inline
+#endif

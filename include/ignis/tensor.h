@@ -1,0 +1,246 @@
+// The Tensor: a reference-counted handle to an n-dimensional strided view of typed storage on
+// a device. Copying a Tensor shares the data (like PyTorch); clone() copies it.
+// Methods here mirror PyTorch's Tensor methods and forward to the free functions of ops.h.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ignis/device.h"
+#include "ignis/dtype.h"
+#include "ignis/error.h"
+#include "ignis/scalar.h"
+
+namespace ignis {
+
+namespace detail {
+struct TensorImpl;
+}
+class Generator;
+
+/// Sizes or strides of a tensor, or a list of dimensions.
+using Shape = std::vector<int64_t>;
+
+/// dtype and device of a new tensor. Converts from a DType or a Device, so factories read
+/// `zeros({2, 3})`, `zeros({2, 3}, kFloat64)`, `randn({64, 10}, device)` or
+/// `zeros({2, 3}, {kInt64, Device::cuda()})`. An unset dtype means the factory's default.
+struct TensorOptions {
+  std::optional<DType> dtype;
+  std::optional<Device> device;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype(d) {}
+  TensorOptions(Device dev) : device(dev) {}
+  TensorOptions(DType d, Device dev) : dtype(d), device(dev) {}
+  TensorOptions(Device dev, DType d) : dtype(d), device(dev) {}
+  DType dtype_or(DType fallback) const { return dtype.value_or(fallback); }
+  Device device_or(Device fallback) const { return device.value_or(fallback); }
+};
+
+/// How division rounds: true division, floor (Python's //) or toward zero (C's /).
+enum class RoundingMode : uint8_t { True, Floor, Trunc };
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  int64_t dim() const;
+  const Shape& sizes() const;
+  const Shape& shape() const { return sizes(); }
+  /// Size of dimension d; negative d counts from the end.
+  int64_t size(int64_t d) const;
+  const Shape& strides() const;
+  int64_t stride(int64_t d) const;
+  int64_t storage_offset() const;
+  int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  int64_t element_size() const { return itemsize(dtype()); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  bool is_contiguous() const;
+  /// True when both handles view the same storage.
+  bool is_same_storage(const Tensor& other) const;
+  /// Address of the first element (storage base + offset).
+  void* data_ptr() const;
+  /// Typed address of the first element; throws DTypeError when T is not the tensor's dtype.
+  template <class T>
+  T* data_ptr() const {
+    check_dtype_(dtype_of<T>, "data_ptr");
+    return static_cast<T*>(data_ptr());
+  }
+  detail::TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
+
+  // ---- reading values (these synchronise with the device) -----------------------------
+  /// The only element of a one-element tensor, converted to T.
+  template <class T>
+  T item() const {
+    return item().to<T>();
+  }
+  Scalar item() const;
+  /// All elements in row-major order, converted to T.
+  template <class T>
+  std::vector<T> to_vector() const;
+  /// PyTorch-style text: tensor([[1., 2.], [3., 4.]], dtype=float64).
+  std::string str() const;
+
+  // ---- conversion and copies -----------------------------------------------------------
+  Tensor to(DType t, bool copy = false) const;
+  Tensor to(Device d, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device d, DType t, bool non_blocking = false, bool copy = false) const;
+  Tensor cpu() const { return to(Device::cpu()); }
+  Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  /// This tensor if already contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  Tensor clone() const;
+  /// Copies src (broadcast to this shape, converted to this dtype) into this tensor.
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_();
+
+  // ---- views (share storage) -------------------------------------------------------------
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor permute(const Shape& dims) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+               int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor expand(const Shape& shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, const Shape& sizes) const;
+  Tensor as_strided(const Shape& size, const Shape& stride,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+
+  // ---- arithmetic (see ops.h for the rules) ----------------------------------------------
+  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& o) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(const Scalar& o) const;
+  Tensor div(const Tensor& o, RoundingMode mode = RoundingMode::True) const;
+  Tensor div(const Scalar& o, RoundingMode mode = RoundingMode::True) const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(const Scalar& e) const;
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& o);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& o);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& o);
+  Tensor& div_(const Tensor& o, RoundingMode mode = RoundingMode::True);
+  Tensor& div_(const Scalar& o, RoundingMode mode = RoundingMode::True);
+  Tensor& pow_(const Scalar& e);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max);
+
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor relu() const;
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& sqrt_();
+  Tensor& sigmoid_();
+  Tensor& tanh_();
+  Tensor& relu_();
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+
+  Tensor eq(const Tensor& o) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+
+  // ---- reductions ----------------------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+
+  // ---- linear algebra ------------------------------------------------------------------
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+
+  // ---- random fill (in place, from the default or given generator) ------------------------
+  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr);
+  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr);
+  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr);
+
+ private:
+  void check_dtype_(DType t, const char* what) const;
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Scalar& b);
+Tensor& operator-=(Tensor& a, const Scalar& b);
+Tensor& operator*=(Tensor& a, const Scalar& b);
+Tensor& operator/=(Tensor& a, const Scalar& b);
+// Comparisons return bool tensors (as in PyTorch), not a C++ bool.
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator&&(const Tensor& a, const Tensor& b);
+Tensor operator||(const Tensor& a, const Tensor& b);
+Tensor operator!(const Tensor& a);
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace ignis

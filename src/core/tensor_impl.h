@@ -1,0 +1,56 @@
+// TensorImpl and StorageImpl: what a Tensor handle points to. Kept small on purpose:
+// storage + offset, sizes, strides, dtype (device comes from the storage).
+#pragma once
+
+#include <memory>
+
+#include "core/allocator.h"
+#include "core/shape.h"
+#include "ignis/tensor.h"
+
+namespace ignis::detail {
+
+/// A block of memory on one device, freed through its allocator or a user deleter.
+struct StorageImpl {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  Allocator* allocator = nullptr;      // owner of data, or
+  void (*user_deleter)(void*) = nullptr;  // from_blob's deleter (may be null: not owned)
+
+  StorageImpl(void* d, size_t n, Device dev, Allocator* a) : data(d), nbytes(n), device(dev), allocator(a) {}
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl() {
+    if (allocator) allocator->deallocate(data, nbytes);
+    else if (user_deleter) user_deleter(data);
+  }
+  /// Allocates nbytes on device.
+  static std::shared_ptr<StorageImpl> make(size_t nbytes, Device device);
+};
+
+struct TensorImpl {
+  std::shared_ptr<StorageImpl> storage;
+  int64_t offset = 0;  // in elements
+  Shape sizes;
+  Shape strides;  // in elements; Note [Broadcast strides are zero]
+  int64_t numel = 0;
+  DType dtype = kFloat32;
+
+  Device device() const { return storage->device; }
+  char* data() const { return static_cast<char*>(storage->data) + offset * itemsize(dtype); }
+};
+
+/// A new contiguous tensor (uninitialised memory).
+Tensor make_tensor(const Shape& sizes, DType dtype, Device device);
+/// A view of t's storage with other sizes/strides/offset (and optionally another dtype of
+/// the same item size).
+Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
+
+// Note [Broadcast strides are zero]
+// A dimension that is broadcast (expand, or an operand of size 1 in an elementwise op) has
+// stride 0: every index along it reads the same element. Kernels must therefore never write
+// through a tensor with a zero stride and size > 1; in-place ops check this
+// (check_writable_layout in src/ops).
+
+}  // namespace ignis::detail

@@ -1,0 +1,89 @@
+// CPU kernels that move or make values without arithmetic: converting copy, fill, where,
+// and the arange/linspace ranges.
+#include <cstring>
+
+#include "core/dispatch.h"
+#include "core/tensor_impl.h"
+#include "cpu/loops.h"
+#include "kernels/convert.h"
+
+namespace ignis::cpu {
+namespace {
+using kernels::convert;
+
+void copy_kernel(const ElementwisePlan& p) {
+  visit_dtype(p.dtypes[0], [&]<class D>() {
+    visit_dtype(p.dtypes[1], [&]<class S>() {
+      cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
+        D* o = reinterpret_cast<D*>(d[0]);
+        const S* a = reinterpret_cast<const S*>(d[1]);
+        if constexpr (std::is_same_v<D, S>) {
+          if (s[0] == 1 && s[1] == 1) {
+            std::memcpy(o, a, size_t(n) * sizeof(D));
+            return;
+          }
+        }
+        if (s[0] == 1 && s[1] == 1) {
+#pragma omp simd
+          for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(a[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i * s[0]] = convert<D>(a[i * s[1]]);
+        }
+      });
+    });
+  });
+}
+
+void fill_kernel(const ElementwisePlan& p, const Scalar& value) {
+  visit_dtype(p.dtypes[0], [&]<class T>() {
+    T v;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) v = T(float(value.to_double()));
+    else v = value.to<T>();
+    cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
+      T* o = reinterpret_cast<T*>(d[0]);
+      if (s[0] == 1) {
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = v;
+      }
+    });
+  });
+}
+
+void where_kernel(const ElementwisePlan& p) {
+  visit_dtype(p.dtypes[0], [&]<class T>() {
+    cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
+      T* o = reinterpret_cast<T*>(d[0]);
+      const bool* c = reinterpret_cast<const bool*>(d[1]);
+      const T* a = reinterpret_cast<const T*>(d[2]);
+      const T* b = reinterpret_cast<const T*>(d[3]);
+      for (int64_t i = 0; i < n; ++i) o[i * s[0]] = c[i * s[1]] ? a[i * s[2]] : b[i * s[3]];
+    });
+  });
+}
+
+void range_kernel(const Tensor& out, double start, double step, std::optional<double> end) {
+  const int64_t n = out.numel();
+  visit_dtype(out.dtype(), [&]<class T>() {
+    T* o = static_cast<T*>(out.data_ptr());
+    if (!end) {
+      for (int64_t i = 0; i < n; ++i) o[i] = convert<T>(start + double(i) * step);
+      return;
+    }
+    // linspace: the first half counts up from start, the second down from end, so both
+    // endpoints are exact (PyTorch's formula).
+    const int64_t half = n / 2;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = convert<T>(i < half ? start + step * double(i) : *end - step * double(n - i - 1));
+  });
+}
+}  // namespace
+
+void register_copy_cpu() {
+  detail::copy_kernel.set(DeviceType::CPU, &copy_kernel);
+  detail::fill_kernel.set(DeviceType::CPU, &fill_kernel);
+  detail::where_kernel.set(DeviceType::CPU, &where_kernel);
+  detail::range_kernel.set(DeviceType::CPU, &range_kernel);
+}
+
+}  // namespace ignis::cpu

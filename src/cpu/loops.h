@@ -1,0 +1,63 @@
+// Walking an ElementwisePlan on the CPU. cpu_for_each splits the flattened index range into
+// per-thread chunks (parallel_for) and calls the loop body once per run of the innermost
+// dimension with the operands' addresses and inner strides (in elements):
+//   body(char* const* ptrs, const int64_t* inner_strides, int64_t count)
+// The body decides its own fast paths (all strides 1, a stride-0 broadcast operand …).
+// Bodies must not throw: they run inside OpenMP regions.
+#pragma once
+
+#include "core/iterator.h"
+#include "core/parallel.h"
+
+namespace ignis::cpu {
+
+using detail::ElementwisePlan;
+using detail::kMaxOperands;
+using detail::kMaxPlanDims;
+
+template <class Body>
+void cpu_for_each(const ElementwisePlan& p, const Body& body, int64_t grain = detail::kGrainSize) {
+  const int nops = p.noperands;
+  int64_t item[kMaxOperands];
+  for (int i = 0; i < nops; ++i) item[i] = itemsize(p.dtypes[i]);
+  if (p.ndim <= 1) {
+    int64_t st[kMaxOperands] = {};
+    for (int i = 0; i < nops; ++i) st[i] = p.ndim == 1 ? p.strides[i][0] : 0;
+    detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) {
+      char* ptrs[kMaxOperands] = {};
+      for (int i = 0; i < nops; ++i) ptrs[i] = p.data[i] + b * st[i] * item[i];
+      body(ptrs, st, e - b);
+    });
+    return;
+  }
+  const int inner_dim = p.ndim - 1;
+  const int64_t inner = p.sizes[inner_dim];
+  int64_t st[kMaxOperands];
+  for (int i = 0; i < nops; ++i) st[i] = p.strides[i][inner_dim];
+  detail::parallel_for(0, p.numel, grain, [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxPlanDims];
+    int64_t rem = begin;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+      idx[d] = rem % p.sizes[d];
+      rem /= p.sizes[d];
+    }
+    char* ptrs[kMaxOperands] = {};
+    for (int64_t pos = begin; pos < end;) {
+      const int64_t n = std::min(inner - idx[inner_dim], end - pos);
+      for (int i = 0; i < nops; ++i) {
+        int64_t off = 0;
+        for (int d = 0; d < p.ndim; ++d) off += idx[d] * p.strides[i][d];
+        ptrs[i] = p.data[i] + off * item[i];
+      }
+      body(ptrs, st, n);
+      pos += n;
+      idx[inner_dim] += n;
+      for (int d = inner_dim; d > 0 && idx[d] >= p.sizes[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+      }
+    }
+  });
+}
+
+}  // namespace ignis::cpu

@@ -1,0 +1,26 @@
+// The CPU backend's registration: one call per kernel family. A new family adds one line.
+namespace ignis::cpu {
+void register_unary_cpu();    // unary.cpp
+void register_binary_cpu();   // binary.cpp
+void register_copy_cpu();     // copy.cpp
+void register_reduce_cpu();   // reduce.cpp
+void register_linalg_cpu();   // blas.cpp
+void register_index_cpu();    // index.cpp
+void register_sort_cpu();     // sort.cpp
+void register_softmax_cpu();  // softmax.cpp
+void register_random_cpu();   // random.cpp
+}  // namespace ignis::cpu
+
+namespace ignis::detail {
+void register_cpu_kernels() {
+  cpu::register_unary_cpu();
+  cpu::register_binary_cpu();
+  cpu::register_copy_cpu();
+  cpu::register_reduce_cpu();
+  cpu::register_linalg_cpu();
+  cpu::register_index_cpu();
+  cpu::register_sort_cpu();
+  cpu::register_softmax_cpu();
+  cpu::register_random_cpu();
+}
+}  // namespace ignis::detail

@@ -1,0 +1,187 @@
+// Elementwise unary functors, written once for the CPU loops and the CUDA kernels.
+// Each functor runs in the compute type (opmath_t: float for Half/BFloat16).
+// `kind` says which input dtypes the op accepts and what it returns:
+//   Floating  - float dtypes; integer/bool inputs are promoted to float32 first
+//   Numeric   - every dtype except bool, result has the input dtype
+//   Predicate - every dtype, result is bool
+// Adding an op: a functor here + its entry in UnaryOp and UnaryFunctors, a front end in
+// src/ops/elementwise.cpp, a row in the test table. The CPU and CUDA loops pick it up.
+#pragma once
+
+#include "kernels/host_device.h"
+
+namespace ignis::kernels {
+
+enum class UnaryOp : uint8_t {
+  neg, abs, sign, relu, clamp,                                          // Numeric
+  exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tanh, sigmoid,         // Floating
+  gelu, gelu_tanh, silu, softplus, reciprocal,
+  isnan, isinf, isfinite, logical_not,                                  // Predicate
+  count
+};
+inline constexpr int kNumUnaryOps = int(UnaryOp::count);
+
+enum class OpKind : uint8_t { Floating, Numeric, Predicate };
+
+/// Scalar parameters of parameterised ops (clamp bounds, softplus beta/threshold).
+struct UnaryParams {
+  double a = 0, b = 0;
+  bool has_a = false, has_b = false;
+};
+
+#define IGNIS_UNARY_HEADER(NAME, KIND)               \
+  static constexpr UnaryOp id = UnaryOp::NAME;       \
+  static constexpr OpKind kind = OpKind::KIND;       \
+  static constexpr const char* name = #NAME;
+
+struct Neg {
+  IGNIS_UNARY_HEADER(neg, Numeric)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return T(-x); }
+};
+struct Abs {
+  IGNIS_UNARY_HEADER(abs, Numeric)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_integral_v<T>) return x < 0 ? T(-x) : x;
+    else return std::fabs(x);
+  }
+};
+struct Sign {
+  IGNIS_UNARY_HEADER(sign, Numeric)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return T(x > 0);
+    else if constexpr (std::is_integral_v<T>) return T((T(0) < x) - (x < T(0)));
+    else return is_nan(x) ? x : T((T(0) < x) - (x < T(0)));
+  }
+};
+struct Relu {
+  IGNIS_UNARY_HEADER(relu, Numeric)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    return (x > T(0) || is_nan(x)) ? x : T(0);
+  }
+};
+/// clamp(x, a, b) with either bound optional; NaN passes through.
+struct Clamp {
+  IGNIS_UNARY_HEADER(clamp, Numeric)
+  UnaryParams p;
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    if (is_nan(x)) return x;
+    if (p.has_a && x < T(p.a)) x = T(p.a);
+    if (p.has_b && x > T(p.b)) x = T(p.b);
+    return x;
+  }
+};
+struct Exp {
+  IGNIS_UNARY_HEADER(exp, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
+};
+struct Log {
+  IGNIS_UNARY_HEADER(log, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::log(x); }
+};
+struct Log1p {
+  IGNIS_UNARY_HEADER(log1p, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::log1p(x); }
+};
+struct Expm1 {
+  IGNIS_UNARY_HEADER(expm1, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::expm1(x); }
+};
+struct Sqrt {
+  IGNIS_UNARY_HEADER(sqrt, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); }
+};
+struct Rsqrt {
+  IGNIS_UNARY_HEADER(rsqrt, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct Sin {
+  IGNIS_UNARY_HEADER(sin, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::sin(x); }
+};
+struct Cos {
+  IGNIS_UNARY_HEADER(cos, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::cos(x); }
+};
+struct Tanh {
+  IGNIS_UNARY_HEADER(tanh, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::tanh(x); }
+};
+struct Sigmoid {
+  IGNIS_UNARY_HEADER(sigmoid, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+/// Exact GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+struct Gelu {
+  IGNIS_UNARY_HEADER(gelu, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+};
+/// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct GeluTanh {
+  IGNIS_UNARY_HEADER(gelu_tanh, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+  }
+};
+struct Silu {
+  IGNIS_UNARY_HEADER(silu, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    return x / (T(1) + std::exp(-x));
+  }
+};
+/// softplus with beta = p.a and threshold = p.b: linear where beta x > threshold.
+struct Softplus {
+  IGNIS_UNARY_HEADER(softplus, Floating)
+  UnaryParams p;
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    const T beta = T(p.a);
+    const T bx = beta * x;
+    return bx > T(p.b) ? x : std::log1p(std::exp(bx)) / beta;
+  }
+};
+struct Reciprocal {
+  IGNIS_UNARY_HEADER(reciprocal, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return T(1) / x; }
+};
+struct IsNan {
+  IGNIS_UNARY_HEADER(isnan, Predicate)
+  template <class T> IGNIS_HOST_DEVICE bool operator()(T x) const { return is_nan(x); }
+};
+struct IsInf {
+  IGNIS_UNARY_HEADER(isinf, Predicate)
+  template <class T> IGNIS_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
+    else return false;
+  }
+};
+struct IsFinite {
+  IGNIS_UNARY_HEADER(isfinite, Predicate)
+  template <class T> IGNIS_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
+    else return true;
+  }
+};
+struct LogicalNot {
+  IGNIS_UNARY_HEADER(logical_not, Predicate)
+  template <class T> IGNIS_HOST_DEVICE bool operator()(T x) const { return !(x != T(0)); }
+};
+#undef IGNIS_UNARY_HEADER
+
+using UnaryFunctors =
+    TypeList<Neg, Abs, Sign, Relu, Clamp, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tanh,
+             Sigmoid, Gelu, GeluTanh, Silu, Softplus, Reciprocal, IsNan, IsInf, IsFinite,
+             LogicalNot>;
+
+/// Builds a functor, handing it the parameters when it takes any.
+template <class Op>
+IGNIS_HOST_DEVICE Op make_unary(const UnaryParams& p) {
+  if constexpr (requires { Op{p}; }) return Op{p};
+  else return Op{};
+}
+
+}  // namespace ignis::kernels

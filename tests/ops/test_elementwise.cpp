@@ -1,0 +1,2 @@
+// Placeholder: tests arrive with the implementation.
+#include "support/test_support.h"

@@ -1,0 +1,139 @@
+// Test helpers: see test_support.h.
+#include "support/test_support.h"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "core/shape.h"
+
+namespace ignis::testing {
+
+std::vector<double> random_values(int64_t n, double lo, double hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(size_t(std::max<int64_t>(n, 0)));
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Strided: return "strided";
+    case Layout::Offset: return "offset";
+  }
+  return "?";
+}
+
+Tensor make_input(const std::vector<double>& values, const Shape& shape, DType dtype,
+                  Layout layout) {
+  Tensor base = tensor(values, shape).to(dtype);
+  const int64_t nd = int64_t(shape.size());
+  switch (layout) {
+    case Layout::Contiguous: return base;
+    case Layout::Transposed: {
+      if (nd < 2) return make_input(values, shape, dtype, Layout::Strided);
+      Shape rev(shape.rbegin(), shape.rend()), perm(nd);
+      for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+      Tensor stored = base.permute(perm).contiguous();  // reversed-dims storage
+      Tensor view = stored.permute(perm);
+      EXPECT_TRUE(view.numel() <= 1 || !view.is_contiguous() || nd < 2 || shape[0] == 1 ||
+                  shape[nd - 1] == 1);
+      return view;
+    }
+    case Layout::Strided: {
+      if (nd == 0) return base;
+      Shape wide = shape;
+      wide.back() *= 2;
+      Tensor big = zeros(wide, dtype);
+      Tensor view = big.slice(nd - 1, 0, std::nullopt, 2);
+      view.copy_(base);
+      return view;
+    }
+    case Layout::Offset: {
+      Tensor big = zeros({base.numel() + 7}, dtype);
+      Tensor view = big.narrow(0, 7, base.numel()).view(shape);
+      view.copy_(base);
+      return view;
+    }
+  }
+  return base;
+}
+
+std::vector<double> values_of(const Tensor& t) { return t.to(Device::cpu(), kFloat64).contiguous().to_vector<double>(); }
+
+std::vector<double> round_to(const std::vector<double>& values, DType dtype) {
+  return values_of(tensor(values).to(dtype));
+}
+
+double default_rtol(DType dtype) {
+  switch (dtype) {
+    case kFloat64: return 1e-12;
+    case kFloat32: return 1e-5;
+    case kBFloat16: return 1e-2;
+    case kFloat16: return 2e-3;
+    default: return 0;
+  }
+}
+
+::testing::AssertionResult all_close(const std::vector<double>& actual,
+                                     const std::vector<double>& expected, double rtol,
+                                     double atol) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << "size mismatch: actual " << actual.size() << " vs expected " << expected.size();
+  std::ostringstream bad;
+  int64_t nbad = 0, worst = -1;
+  double worst_excess = 0, max_abs = 0, max_rel = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], e = expected[i];
+    bool ok;
+    if (std::isnan(e) || std::isnan(a)) ok = std::isnan(e) && std::isnan(a);
+    else if (std::isinf(e) || std::isinf(a)) ok = a == e;
+    else {
+      const double diff = std::fabs(a - e);
+      max_abs = std::max(max_abs, diff);
+      if (e != 0) max_rel = std::max(max_rel, diff / std::fabs(e));
+      const double excess = diff - (atol + rtol * std::fabs(e));
+      ok = excess <= 0;
+      if (!ok && (worst < 0 || excess > worst_excess)) worst = int64_t(i), worst_excess = excess;
+    }
+    if (!ok) {
+      if (worst < 0) worst = int64_t(i);
+      if (nbad < 5) bad << "\n  [" << i << "] actual " << a << " expected " << e;
+      ++nbad;
+    }
+  }
+  if (nbad == 0) return ::testing::AssertionSuccess();
+  auto f = ::testing::AssertionFailure();
+  f << nbad << " of " << actual.size() << " elements differ (rtol " << rtol << ", atol " << atol
+    << "; max abs diff " << max_abs << ", max rel diff " << max_rel << ")" << bad.str();
+  if (worst >= 0)
+    f << "\n  worst at [" << worst << "]: actual " << actual[size_t(worst)] << " expected "
+      << expected[size_t(worst)];
+  return f;
+}
+
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     double rtol, double atol) {
+  return all_close(values_of(actual), expected, rtol, atol);
+}
+
+std::vector<int64_t> unravel(int64_t i, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    idx[size_t(d)] = shape[size_t(d)] ? i % shape[size_t(d)] : 0;
+    if (shape[size_t(d)]) i /= shape[size_t(d)];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + idx[d];
+  return i;
+}
+
+}  // namespace ignis::testing
