@@ -72,6 +72,10 @@ void range_kernel(const Tensor& out, double start, double step, std::optional<do
     }
     // linspace: the first half counts up from start, the second down from end, so both
     // endpoints are exact (PyTorch's formula).
+    if (n == 1) {
+      o[0] = convert<T>(start);
+      return;
+    }
     const int64_t half = n / 2;
     for (int64_t i = 0; i < n; ++i)
       o[i] = convert<T>(i < half ? start + step * double(i) : *end - step * double(n - i - 1));

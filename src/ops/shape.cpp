@@ -48,7 +48,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
 std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes) {
   const int64_t numel = detail::shape_numel(sizes);
   Shape out(new_sizes.size());
-  if (numel == 0) return detail::contiguous_strides(new_sizes);
+  if (numel == 0 || sizes.empty()) return detail::contiguous_strides(new_sizes);
   int64_t view_d = int64_t(new_sizes.size()) - 1;
   int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
   int64_t tensor_numel = 1, view_numel = 1;

@@ -1,2 +1,90 @@
-// Placeholder: tests arrive with the implementation.
+// Factories: values against direct formulas, dtype defaults as PyTorch's, from_blob
+// ownership, and argument errors.
+#include <cmath>
+
 #include "support/test_support.h"
+
+using namespace ignis;
+using namespace ignis::testing;
+
+TEST(Factory, FilledTensors) {
+  EXPECT_EQ(zeros({2, 3}).dtype(), kFloat32);
+  EXPECT_EQ(values_of(zeros({2, 2}, kInt32)), std::vector<double>(4, 0));
+  EXPECT_EQ(values_of(ones({3}, kBFloat16)), std::vector<double>(3, 1));
+  EXPECT_EQ(full({2}, 7).dtype(), kInt64);
+  EXPECT_EQ(full({2}, 7.5).dtype(), kFloat32);
+  EXPECT_EQ(full({2}, true).dtype(), kBool);
+  EXPECT_EQ(values_of(full({2, 2}, -1.25, kFloat64)), std::vector<double>(4, -1.25));
+  EXPECT_EQ(empty({0, 5}).numel(), 0);
+  EXPECT_THROW_MSG(zeros({2, -1}), ValueError, "[empty] negative size in shape [2, -1]");
+  Tensor base = zeros({2, 3}, kInt32);
+  EXPECT_EQ(ones_like(base).dtype(), kInt32);
+  EXPECT_EQ(full_like(base, 3, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(values_of(full_like(base, 3)), std::vector<double>(6, 3));
+  EXPECT_EQ(zeros_like(base).sizes(), (Shape{2, 3}));
+  EXPECT_EQ(scalar_tensor(2.5).dim(), 0);
+  EXPECT_EQ(scalar_tensor(2.5).item<double>(), 2.5);
+}
+
+TEST(Factory, ArangeLikePython) {
+  EXPECT_EQ(arange(5).dtype(), kInt64);
+  EXPECT_EQ(values_of(arange(5)), (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(values_of(arange(1, 10, 3)), (std::vector<double>{1, 4, 7}));
+  EXPECT_EQ(values_of(arange(10, 1, -3)), (std::vector<double>{10, 7, 4}));
+  Tensor f = arange(0.0, 1.0, 0.1);
+  EXPECT_EQ(f.dtype(), kFloat32);
+  EXPECT_EQ(f.numel(), 10);  // ceil((1 - 0) / 0.1)
+  auto fv = values_of(f);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(fv[size_t(i)], double(float(0.1 * i)));
+  EXPECT_EQ(arange(3, 3).numel(), 0);
+  EXPECT_THROW_MSG(arange(0, 5, 0), ValueError, "[arange] step must be nonzero");
+  EXPECT_THROW_MSG(arange(5, 0, 1), ValueError, "[arange] upper bound 0 and lower bound 5");
+}
+
+TEST(Factory, LinspaceHitsBothEnds) {
+  auto v = values_of(linspace(-1, 2, 7, kFloat64));
+  ASSERT_EQ(v.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_NEAR(v[size_t(i)], -1 + 0.5 * i, 1e-15);
+  EXPECT_EQ(v.front(), -1.0);
+  EXPECT_EQ(v.back(), 2.0);
+  auto w = values_of(linspace(0, 1, 1));
+  EXPECT_EQ(w, (std::vector<double>{0}));
+  EXPECT_EQ(linspace(0, 1, 0).numel(), 0);
+  EXPECT_THROW_MSG(linspace(0, 1, -2), ValueError, "[linspace] number of steps must be non-negative");
+}
+
+TEST(Factory, Eye) {
+  auto v = values_of(eye(3, 4));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(v[size_t(i * 4 + j)], i == j ? 1.0 : 0.0);
+  EXPECT_EQ(eye(2, std::nullopt, kInt64).dtype(), kInt64);
+  EXPECT_EQ(eye(0).numel(), 0);
+}
+
+TEST(Factory, TensorFromValues) {
+  Tensor t = tensor<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  EXPECT_EQ(t.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(t[1][0].item<float>(), 4.0f);
+  EXPECT_EQ(tensor<int32_t>({1, 2}).dtype(), kInt32);
+  EXPECT_EQ(tensor<double>({1, 2}, std::nullopt, kFloat16).dtype(), kFloat16);
+  EXPECT_EQ(tensor<bool>({true, false, true}).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+  EXPECT_THROW_MSG(tensor<float>({1, 2, 3}, Shape{2, 2}), ShapeError, "[tensor] 3 values do not fill shape [2, 2]");
+}
+
+namespace {
+int g_deleted = 0;
+void count_delete(void*) { ++g_deleted; }
+}  // namespace
+
+TEST(Factory, FromBlobViewsUserMemory) {
+  std::vector<float> buf{1, 2, 3, 4, 5, 6};
+  {
+    Tensor t = from_blob(buf.data(), {2, 3}, kFloat32, std::nullopt, &count_delete);
+    Tensor col = from_blob(buf.data(), {3}, kFloat32, Shape{2});  // strided view, not owned
+    EXPECT_EQ(values_of(col), (std::vector<double>{1, 3, 5}));
+    t.mul_(Scalar(2));  // writes through to the user's buffer
+    EXPECT_EQ(buf[5], 12.0f);
+  }
+  EXPECT_EQ(g_deleted, 1);
+  EXPECT_THROW_MSG(from_blob(nullptr, {2}, kFloat32), ValueError, "[from_blob] null data pointer");
+}

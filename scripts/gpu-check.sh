@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with an NVIDIA GPU, the CUDA toolkit, CMake, ninja and a
+# Python whose PyTorch carries cuDNN/cuBLAS/NCCL in its nvidia/* packages (no network, no
+# Debian packages), this configures and builds the CUDA backend for the local GPU in its own
+# build directory, runs the tests labelled `cuda`, runs the GPU benchmarks, and writes the
+# logs and a summary under OUTDIR.
+#
+#   scripts/gpu-check.sh OUTDIR
+#
+# Missing CPU-side libraries (fmt, GoogleTest, OpenBLAS) come from .gpu-deps/*.deb, made by
+# scripts/gpu-deps.sh on a development machine, unpacked into a private prefix.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+summary="$out/summary.md"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+say "# GPU check"
+say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+if command -v nvidia-smi >/dev/null; then
+  say "- gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+else
+  say "- gpu: none found (nvidia-smi missing)"
+fi
+
+# Private prefix with the carried Debian packages.
+prefix=/tmp/ignis-deps
+if ls .gpu-deps/*.deb >/dev/null 2>&1; then
+  mkdir -p "$prefix"
+  for d in .gpu-deps/*.deb; do dpkg-deb -x "$d" "$prefix"; done
+fi
+arch_dir=$(ls -d "$prefix"/usr/lib/*-linux-gnu 2>/dev/null | head -1)
+export LD_LIBRARY_PATH="${arch_dir:+$arch_dir:$arch_dir/openblas-openmp:}${LD_LIBRARY_PATH:-}"
+
+# cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
+py=$(command -v python3)
+cudnn_root=$("$py" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
+if [ -n "$cudnn_root" ]; then
+  export LD_LIBRARY_PATH="$cudnn_root/lib:$LD_LIBRARY_PATH"
+  [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(ls "$cudnn_root"/lib/libcudnn.so.* | head -1)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
+fi
+
+build=build-gpu
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+say "- cuda arch: ${cap:-90}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
+  -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" \
+  -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
+  -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
+  -DGTEST_ROOT="$prefix/usr" >"$out/configure.log" 2>&1
+rc=$?
+say "- configure: exit $rc (configure.log)"
+[ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
+
+start=$(date +%s)
+cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1
+rc=$?
+say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
+[ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
+
+ctest --test-dir "$build" -L cuda --output-on-failure --timeout 300 >"$out/ctest-cuda.log" 2>&1
+rc=$?
+say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1)"
+grep -E "Skipped|\*\*\*Failed|Not Run" "$out/ctest-cuda.log" | head -20 | tee -a "$summary"
+
+# GPU benchmarks (each prints JSON lines); added as the CUDA backend grows.
+for b in "$build"/bench/gpu_*; do
+  [ -x "$b" ] || continue
+  name=$(basename "$b")
+  timeout 300 "$b" >"$out/$name.jsonl" 2>&1
+  say "- bench $name: exit $? ($name.jsonl)"
+done
+cat "$summary"
