@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/check-file-sizes.sh
 cmake --preset default
 cmake --build --preset default
 ctest --preset default "$@"
