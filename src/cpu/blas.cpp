@@ -10,10 +10,11 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
-#include <memory>
 #include <type_traits>
 
+#include "core/allocator.h"
 #include "core/parallel.h"
 #include "kernels/convert.h"
 #include "ops/linalg_kernels.h"
@@ -28,6 +29,26 @@ constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
 constexpr double kMinParallelWork = 1 << 16;
 /// Matrices with at least this many multiply-adds are threaded well by OpenBLAS itself.
 constexpr double kLargeGemmWork = 1 << 21;
+
+/// Temporary buffer of n elements from the caching CPU allocator: packed operands are
+/// reused call after call, and fresh pages cost a fault each (Note [CPU allocator caches]).
+template <class S>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) : bytes_(size_t(std::max<int64_t>(n, 0)) * sizeof(S)) {
+    if (bytes_) ptr_ = static_cast<S*>(detail::cpu_allocator().allocate(bytes_));
+  }
+  ~Scratch() {
+    if (ptr_) detail::cpu_allocator().deallocate(ptr_, bytes_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  S* get() const { return ptr_; }
+
+ private:
+  size_t bytes_;
+  S* ptr_ = nullptr;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Batches: where matrix number `i` of the (coalesced) batch starts in each operand.
@@ -67,7 +88,7 @@ void for_each_matrix(const GemmArgs& g, int64_t scratch_elems, const F& f) {
   const bool split = nb > 1 && max_threads > 1 && work * double(nb) >= kMinParallelWork &&
                      (work < kLargeGemmWork || nb >= 4 * max_threads);
   const int64_t slots = split ? std::min(max_threads, nb) : 1;
-  std::unique_ptr<S[]> scratch(scratch_elems > 0 ? new S[size_t(slots * scratch_elems)] : nullptr);
+  const Scratch<S> scratch(slots * scratch_elems);
   if (!split) {
     for (int64_t i = 0; i < nb; ++i) f(batch_offsets(g, i), scratch.get());
     return;
@@ -295,7 +316,7 @@ void integer_batched_gemm(const GemmArgs& g) {
   const int64_t rows = batch_count(g) * m;
   const bool nested = omp_in_parallel();
   const int64_t slots = nested ? 1 : omp_get_max_threads();
-  std::unique_ptr<U[]> acc_all(new U[size_t(slots * n)]);
+  const Scratch<U> acc_all(slots * n);
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, n * k));
   detail::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
     U* acc = acc_all.get() + (nested ? 0 : omp_get_thread_num()) * n;

@@ -143,7 +143,10 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Tensor* inpu
   if (out.numel() == 0) return out;
   const bool read_input = input != nullptr && !is_zero(beta);
   if (read_input) out.copy_(*input);
-  if (k == 0) {  // an empty sum: beta * input, or zeros
+  // An empty sum, or alpha = 0: beta * input, or zeros. The factors are not read, so NaN in
+  // them is ignored as the BLAS standard intends — OpenBLAS 0.3.21 itself returns NaN for
+  // small products with alpha = 0, so this cannot be left to the library.
+  if (k == 0 || is_zero(alpha)) {
     if (!read_input)
       out.zero_();
     else if (beta.to_double() != 1)

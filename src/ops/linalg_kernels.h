@@ -21,16 +21,17 @@ struct GemmMatrix {
 };
 
 /// Arguments of gemm_kernel. The front end guarantees: m, n, k >= 1 and every batch size >= 1
-/// (empty products are handled before the call); a, b and c share `dtype`, which is not bool;
-/// c is freshly allocated, does not overlap a or b, has col_stride 1, row_stride >= n and no
-/// zero batch strides (every C element is written exactly once).
+/// (empty products and alpha == 0 are handled before the call); a, b and c share `dtype`, which is
+/// not bool; c is freshly allocated, does not overlap a or b, has col_stride 1, row_stride >= n and
+/// no zero batch strides (every C element is written exactly once).
 struct GemmArgs {
   DType dtype = kFloat32;
   Shape batch_sizes;  // coalesced batch dimensions; empty = a single matrix
   int64_t m = 0, n = 0, k = 0;
   GemmMatrix a, b, c;
-  /// alpha and beta as given (integers stay exact for integer dtypes). beta == 0 means C is
-  /// not read: NaN or garbage in it is ignored, as in BLAS and PyTorch.
+  /// alpha and beta as given (integers stay exact for integer dtypes). alpha != 0 (the front
+  /// end handles alpha == 0 itself). beta == 0 means C is not read: NaN or garbage in it is
+  /// ignored, as in BLAS and PyTorch.
   Scalar alpha = 1, beta = 0;
 };
 

@@ -363,7 +363,12 @@ TEST(Addmm, BetaAlphaAndBroadcastInput) {
         for (Layout l : {Layout::Contiguous, Layout::Transposed}) {
           const auto av = inputs(sa, dtype, seed++), bv = inputs(sb, dtype, seed++);
           auto iv = inputs(si, dtype, seed++);
-          if (beta == 0) iv[0] = std::numeric_limits<double>::quiet_NaN();  // must be ignored
+          if (beta == 0) {
+            iv[0] = std::numeric_limits<double>::quiet_NaN();  // must be ignored
+            // A freed block of NaN that the caching allocator may hand out as the result:
+            // the kernel must not read C when beta = 0.
+            full(so, NAN, dtype);
+          }
           Tensor out = addmm(make_input(iv, si, dtype), make_input(av, sa, dtype, l),
                              make_input(bv, sb, dtype, l), beta, alpha);
           EXPECT_EQ(out.sizes(), so);
@@ -373,6 +378,18 @@ TEST(Addmm, BetaAlphaAndBroadcastInput) {
               << dtype_name(dtype) << " input " << shape_str(si) << " beta " << beta << " alpha "
               << alpha << " " << layout_name(l);
         }
+}
+
+/// alpha = 0 reads neither factor (NaN there is ignored), in every kernel path: dot, the two
+/// gemv cases, gemm, and the 16-bit conversion.
+TEST(Addmm, AlphaZeroIgnoresFactors) {
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16})
+    for (auto [n, m] : {std::pair{1, 1}, {4, 1}, {1, 3}, {4, 3}}) {
+      Tensor a = full({n, 5}, NAN, dtype), b = full({5, m}, NAN, dtype);
+      EXPECT_TRUE(all_close(addmm(full({m}, 2, dtype), a, b, 1.5, 0.0),
+                            std::vector<double>(size_t(n * m), 3.0), 0, 0))
+          << dtype_name(dtype) << " " << n << "x" << m;
+    }
 }
 
 TEST(Addmm, Integers) {
