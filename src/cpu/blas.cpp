@@ -299,7 +299,8 @@ void converted_batched_gemm(const GemmArgs& g) {
 
 // ---------------------------------------------------------------------------------------------
 // Integers: C[i, :] = alpha * sum_p A[i, p] * B[p, :] + beta * C[i, :], row by row (i-k-j:
-// B's rows are read contiguously and the inner loop vectorises). Unsigned arithmetic gives
+// B's rows are read contiguously and the inner loop vectorises; a transposed B is read
+// column by column as dot products instead). Unsigned arithmetic gives
 // PyTorch's wrap-around on overflow without undefined behaviour.
 
 template <class T>
@@ -313,6 +314,7 @@ void integer_batched_gemm(const GemmArgs& g) {
   T* C = static_cast<T*>(g.c.data);
   const int64_t a_rs = g.a.row_stride, a_cs = g.a.col_stride;
   const int64_t b_rs = g.b.row_stride, b_cs = g.b.col_stride, c_rs = g.c.row_stride;
+  const bool columns_contiguous = b_cs != 1 && b_rs == 1;
   const int64_t rows = batch_count(g) * m;
   const bool nested = omp_in_parallel();
   const int64_t slots = nested ? 1 : omp_get_max_threads();
@@ -326,16 +328,30 @@ void integer_batched_gemm(const GemmArgs& g) {
       const T* a = A + o.a + i * a_rs;
       const T* b = B + o.b;
       T* c = C + o.c + i * c_rs;
-      for (int64_t j = 0; j < n; ++j) acc[j] = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const U av = U(a[p * a_cs]);
-        if (av == 0) continue;
-        const T* brow = b + p * b_rs;
-        if (b_cs == 1) {
+      if (columns_contiguous) {  // transposed B: dot products with B's columns (i-j-k)
+        for (int64_t j = 0; j < n; ++j) {
+          const T* bcol = b + j * b_cs;
+          U s = 0;
+          if (a_cs == 1) {
+#pragma omp simd reduction(+ : s)
+            for (int64_t p = 0; p < k; ++p) s += U(a[p]) * U(bcol[p]);
+          } else {
+            for (int64_t p = 0; p < k; ++p) s += U(a[p * a_cs]) * U(bcol[p]);
+          }
+          acc[j] = s;
+        }
+      } else {  // i-k-j: add a multiple of B's row p to the accumulators
+        for (int64_t j = 0; j < n; ++j) acc[j] = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const U av = U(a[p * a_cs]);
+          if (av == 0) continue;
+          const T* brow = b + p * b_rs;
+          if (b_cs == 1) {
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) acc[j] += av * U(brow[j]);
-        } else {
-          for (int64_t j = 0; j < n; ++j) acc[j] += av * U(brow[j * b_cs]);
+            for (int64_t j = 0; j < n; ++j) acc[j] += av * U(brow[j]);
+          } else {
+            for (int64_t j = 0; j < n; ++j) acc[j] += av * U(brow[j * b_cs]);
+          }
         }
       }
       for (int64_t j = 0; j < n; ++j) {
