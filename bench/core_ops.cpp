@@ -1,0 +1,179 @@
+// Core-op throughput of Ignis on the CPU, one JSON line per row, for side-by-side comparison
+// with bench/core_ops.py (the same rows in PyTorch) by bench/compare_core.sh.
+//
+// Rows: add of two 16M-element float32 tensors, a broadcasting add [4096,4096] + [4096],
+// softmax over the last dim of [4096,4096], sum over dim 0 and dim 1 of [4096,4096], float32
+// matmul 1024x1024x1024, a chain of 10 small elementwise ops on [64,512] (per-op overhead),
+// and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the others).
+// Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
+// passed; the reported time is the median repetition. Bytes count every read and write of
+// the minimal algorithm (inputs read once, outputs written once); FLOPs count arithmetic.
+//
+// Usage: core_ops [--threads N] [--min-time S] [--only row,row,...]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ignis/ignis.h"
+
+namespace {
+
+struct Options {
+  int threads = 1;
+  double min_time = 0.5;
+  std::vector<std::string> only;  // empty: all rows
+};
+
+/// Median seconds of one call of fn (warm-up calls first so allocations are cached).
+double time_median(const std::function<void()>& fn, double min_time) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) fn();
+  std::vector<double> t;
+  const auto start = clock::now();
+  while (t.size() < 5 || std::chrono::duration<double>(clock::now() - start).count() < min_time) {
+    const auto a = clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void report(const Options& o, const char* op, const char* shape, double sec, double bytes,
+            double flops, size_t reps = 0) {
+  std::printf(
+      "{\"engine\":\"ignis\",\"op\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"seconds\":%.6g,"
+      "\"gbytes_per_s\":%.4g,\"gflops\":%.4g}\n",
+      op, shape, o.threads, sec, bytes / sec / 1e9, flops / sec / 1e9);
+  std::fflush(stdout);
+}
+
+void report_error(const Options& o, const char* op, const char* shape, const std::string& what) {
+  std::string w;
+  for (char c : what) w += (c == '"' || c == '\\') ? '\'' : c;  // keep the JSON valid
+  std::printf("{\"engine\":\"ignis\",\"op\":\"%s\",\"shape\":\"%s\",\"threads\":%d,"
+              "\"error\":\"%s\"}\n",
+              op, shape, o.threads, w.c_str());
+  std::fflush(stdout);
+}
+
+bool wanted(const Options& o, const std::string& op) {
+  return o.only.empty() || std::find(o.only.begin(), o.only.end(), op) != o.only.end();
+}
+
+/// Runs one row; an op that is missing (NotImplementedError) or fails gives an error line.
+void row(const Options& o, const char* op, const char* shape, double bytes, double flops,
+         const std::function<void()>& fn) {
+  if (!wanted(o, op)) return;
+  try {
+    report(o, op, shape, time_median(fn, o.min_time), bytes, flops);
+  } catch (const std::exception& e) {
+    report_error(o, op, shape, e.what());
+  }
+}
+
+/// memcpy of n bytes split over the same number of threads the ops get.
+void threaded_memcpy(char* dst, const char* src, size_t n, int threads) {
+  if (threads <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const size_t chunk = (n + size_t(threads) - 1) / size_t(threads);
+  for (int t = 0; t < threads; ++t) {
+    const size_t a = std::min(n, size_t(t) * chunk), b = std::min(n, a + chunk);
+    pool.emplace_back([=] { std::memcpy(dst + a, src + a, b - a); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) o.threads = std::atoi(argv[++i]);
+    else if (a == "--min-time" && i + 1 < argc) o.min_time = std::atof(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      for (std::string r; std::getline(ss, r, ',');) o.only.push_back(r);
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--min-time S] [--only row,row,...]\n", argv[0]);
+      return 2;
+    }
+  }
+  ignis::set_num_threads(o.threads);
+  using ignis::Tensor;
+  constexpr double F = 4;  // bytes per float32
+
+  if (wanted(o, "memcpy")) {
+    const size_t n = size_t(64) << 20;
+    std::vector<char> src(n, 1), dst(n, 0);  // touched, so no page faults are timed
+    const double s = time_median([&] { threaded_memcpy(dst.data(), src.data(), n, o.threads); },
+                                 o.min_time);
+    report(o, "memcpy", "64MB", s, 2.0 * double(n), 0);
+  }
+
+  // Inputs from linspace (a factory that works without the random family), shaped as needed.
+  auto input = [](const ignis::Shape& shape, double lo, double hi) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return ignis::linspace(lo, hi, n).reshape(shape);
+  };
+  const double N16 = double(int64_t(1) << 24), R = 4096;
+  const double NR = R * R;
+
+  if (wanted(o, "add")) {
+    Tensor a = input({int64_t(N16)}, -1, 1), b = input({int64_t(N16)}, 2, -2);
+    row(o, "add", "[16777216]+[16777216]", 3 * N16 * F, N16, [&] { Tensor c = a + b; });
+  }
+  if (wanted(o, "add_broadcast")) {
+    Tensor a = input({4096, 4096}, -1, 1), b = input({4096}, 0, 1);
+    row(o, "add_broadcast", "[4096,4096]+[4096]", (2 * NR + R) * F, NR, [&] { Tensor c = a + b; });
+  }
+  if (wanted(o, "softmax")) {
+    Tensor a = input({4096, 4096}, -5, 5);
+    // Per element: max, subtract, exp, sum, scale (exp counted as one).
+    row(o, "softmax", "[4096,4096] dim=-1", 2 * NR * F, 5 * NR,
+        [&] { Tensor c = ignis::softmax(a, -1); });
+  }
+  if (wanted(o, "sum_dim0") || wanted(o, "sum_dim1")) {
+    Tensor a = input({4096, 4096}, -1, 1);
+    row(o, "sum_dim0", "[4096,4096] dim=0", (NR + R) * F, NR, [&] { Tensor c = ignis::sum(a, {0}); });
+    row(o, "sum_dim1", "[4096,4096] dim=1", (NR + R) * F, NR, [&] { Tensor c = ignis::sum(a, {1}); });
+  }
+  if (wanted(o, "matmul")) {
+    Tensor a = input({1024, 1024}, -1, 1), b = input({1024, 1024}, 1, -1);
+    const double n = 1024;
+    row(o, "matmul", "1024x1024x1024", 3 * n * n * F, 2 * n * n * n,
+        [&] { Tensor c = ignis::matmul(a, b); });
+  }
+  if (wanted(o, "small_chain")) {
+    // Ten cheap ops on 32768 elements (128 KB, cache-resident): the time is mostly per-op
+    // overhead (dispatch, allocation, threading decisions). Same chain in core_ops.py.
+    Tensor x = input({64, 512}, -2, 2), y = input({64, 512}, 1, -1);
+    const double n = 64 * 512;
+    // Bytes: 5 ops read two tensors, 5 read one; all write one.
+    row(o, "small_chain", "10 ops on [64,512]", (5 * 3 + 5 * 2) * n * F, 10 * n, [&] {
+      Tensor t = x * y;
+      t = t + y;
+      t = ignis::relu(t);
+      t = t * 0.5;
+      t = t + 1.0;
+      t = ignis::neg(t);
+      t = ignis::abs(t);
+      t = t - y;
+      t = ignis::maximum(t, y);
+      t = ignis::clamp(t, -1.0, 1.0);
+    });
+  }
+  return 0;
+}

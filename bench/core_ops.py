@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The rows of bench/core_ops.cpp in PyTorch, one JSON line per row (engine "torch").
+
+Same shapes, same inputs (linspace), same timing rule (warm-up, repeat until --min-time
+seconds and 5 repetitions, median), same byte and FLOP counts, so compare_core.sh can put the
+two side by side. A first line {"engine":"torch","info":...} says which BLAS library the
+process loaded and the thread count, so a run that fell back to the reference BLAS shows.
+
+Usage: core_ops.py [--threads N] [--min-time S] [--only row,row,...]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+
+def time_median(fn, min_time):
+    for _ in range(2):
+        fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 5 or time.perf_counter() - start < min_time:
+        a = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - a)
+    return statistics.median(times)
+
+
+def loaded_blas():
+    """Paths of the BLAS/LAPACK shared objects mapped into this process."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if any(k in path for k in ("blas", "lapack", "jemalloc")) and path.startswith("/"):
+                libs.add(path)
+    return sorted(libs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    only = [r for r in a.only.split(",") if r]
+    wanted = lambda op: not only or op in only
+    torch.set_grad_enabled(False)
+    F = 4
+    print(json.dumps({"engine": "torch", "info": {"version": torch.__version__,
+                      "threads": torch.get_num_threads(), "libs": loaded_blas()}}), flush=True)
+
+    def row(op, shape, nbytes, flops, fn):
+        if not wanted(op):
+            return
+        s = time_median(fn, a.min_time)
+        print(json.dumps({"engine": "torch", "op": op, "shape": shape, "threads": a.threads,
+                          "seconds": s, "gbytes_per_s": nbytes / s / 1e9,
+                          "gflops": flops / s / 1e9}), flush=True)
+
+    def inp(shape, lo, hi):
+        n = 1
+        for d in shape:
+            n *= d
+        return torch.linspace(lo, hi, n).reshape(shape)
+
+    N16, R = float(1 << 24), 4096.0
+    NR = R * R
+    if wanted("add"):
+        x, y = inp([1 << 24], -1, 1), inp([1 << 24], 2, -2)
+        row("add", "[16777216]+[16777216]", 3 * N16 * F, N16, lambda: x + y)
+    if wanted("add_broadcast"):
+        x, y = inp([4096, 4096], -1, 1), inp([4096], 0, 1)
+        row("add_broadcast", "[4096,4096]+[4096]", (2 * NR + R) * F, NR, lambda: x + y)
+    if wanted("softmax"):
+        x = inp([4096, 4096], -5, 5)
+        row("softmax", "[4096,4096] dim=-1", 2 * NR * F, 5 * NR, lambda: torch.softmax(x, -1))
+    if wanted("sum_dim0") or wanted("sum_dim1"):
+        x = inp([4096, 4096], -1, 1)
+        row("sum_dim0", "[4096,4096] dim=0", (NR + R) * F, NR, lambda: torch.sum(x, 0))
+        row("sum_dim1", "[4096,4096] dim=1", (NR + R) * F, NR, lambda: torch.sum(x, 1))
+    if wanted("matmul"):
+        x, y = inp([1024, 1024], -1, 1), inp([1024, 1024], 1, -1)
+        n = 1024.0
+        row("matmul", "1024x1024x1024", 3 * n * n * F, 2 * n ** 3, lambda: torch.matmul(x, y))
+    if wanted("small_chain"):
+        x, y = inp([64, 512], -2, 2), inp([64, 512], 1, -1)
+        n = 64.0 * 512
+
+        def chain():
+            t = x * y
+            t = t + y
+            t = torch.relu(t)
+            t = t * 0.5
+            t = t + 1.0
+            t = torch.neg(t)
+            t = torch.abs(t)
+            t = t - y
+            t = torch.maximum(t, y)
+            return torch.clamp(t, -1.0, 1.0)
+        row("small_chain", "10 ops on [64,512]", (5 * 3 + 5 * 2) * n * F, 10 * n, chain)
+
+
+if __name__ == "__main__":
+    main()
