@@ -7,7 +7,7 @@
 #
 #   scripts/gpu-check.sh OUTDIR
 #
-# Missing CPU-side libraries (fmt, GoogleTest, OpenBLAS) come from .gpu-deps/*.deb, made by
+# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS) come from .gpu-deps/*.deb, made by
 # scripts/gpu-deps.sh on a development machine, unpacked into a private prefix.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}

@@ -50,8 +50,7 @@ struct Sign {
   IGNIS_UNARY_HEADER(sign, Numeric)
   template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return T(x > 0);
-    else if constexpr (std::is_integral_v<T>) return T((T(0) < x) - (x < T(0)));
-    else return is_nan(x) ? x : T((T(0) < x) - (x < T(0)));
+    else return T((T(0) < x) - (x < T(0)));  // sign(NaN) = 0, as PyTorch's CPU kernel
   }
 };
 struct Relu {
