@@ -19,10 +19,14 @@
 //   randint 2 (64-bit draw, Lemire's multiply-shift: bias < range / 2^64); bernoulli 2 (a
 //   53-bit uniform compared with p); randperm 2 (argsort of 64-bit keys, ties by index —
 //   deterministic and parallel, also as a GPU radix sort).
+// - Box–Muller uses philox.h's own log, sqrt and sin/cos (+, *, / and bit operations, within
+//   2 ulp of libm), so no libm is involved and the CPU loop vectorises.
 // Consequences: any split of the work across threads or GPU blocks gives the same values, the
-// CPU and CUDA kernels agree bit for bit (up to libm in Box–Muller, which double precision
-// hides), rand({10}) equals the first 10 values of rand({1000}) drawn from the same state, and
-// set_offset() replays a draw. The default generator is locked by a mutex while a call reads
+// CPU and CUDA kernels agree bit for bit (normal values only up to where a compiler contracts
+// a * b + c into an FMA — nvcc does by default, an x86-64 build without -march does not — a
+// last-bit difference in double that rounding to float almost always hides), rand({10})
+// equals the first 10 values of rand({1000}) drawn from the same state, and set_offset()
+// replays a draw. The default generator is locked by a mutex while a call reads
 // its seed and advances it; a Generator passed by the caller is not locked (its owner
 // serialises its use across threads).
 #include <limits>

@@ -52,6 +52,44 @@ TEST(Philox, MulHi64MatchesInt128) {
       EXPECT_EQ(ph::mul_hi64(x, r), uint64_t((unsigned __int128)x * r >> 64)) << x << " * " << r;
 }
 
+TEST(Philox, BoxMullerMathMatchesLibm) {
+  // philox.h's own log, sqrt and sin/cos (branch-free, libm-free) against the C library, on
+  // the arguments Box–Muller gives them: x = 1 - u in [2^-53, 1] and angles 2 pi u.
+  const std::vector<double> us = testing::random_values(200000, 0, 1, 17);
+  double worst_log = 0, worst_sqrt = 0, worst_sincos = 0;
+  for (double u0 : us) {
+    const double u = std::ldexp(std::floor(std::ldexp(u0, 53)), -53);  // on the 53-bit grid
+    const double x = 1 - u;
+    const double lr = std::log(x);
+    if (lr != 0) worst_log = std::max(worst_log, std::fabs(ph::log_positive(x) - lr) / -lr);
+    else EXPECT_EQ(ph::log_positive(x), 0.0);
+    const double y = -2 * lr;
+    if (y > 0)
+      worst_sqrt = std::max(worst_sqrt, std::fabs(ph::sqrt_nonnegative(y) - std::sqrt(y)) / std::sqrt(y));
+    double s, c;
+    ph::sincos_2pi(u, s, c);
+    worst_sincos = std::max(worst_sincos, std::fabs(s - std::sin(2 * M_PI * u)));
+    worst_sincos = std::max(worst_sincos, std::fabs(c - std::cos(2 * M_PI * u)));
+  }
+  EXPECT_LT(worst_log, 4e-16);     // relative, ~2 ulp
+  EXPECT_LT(worst_sqrt, 2.3e-16);  // relative, 1 ulp
+  EXPECT_LT(worst_sincos, 1.5e-15);  // absolute; the reference's 2 pi u itself rounds
+  for (int e = 1; e <= 53; ++e) {
+    const double x = std::ldexp(1.0, -e) * 1.4142;  // both sides of the sqrt(2) split
+    EXPECT_NEAR(ph::log_positive(x), std::log(x), 4e-16 * -std::log(x)) << x;
+  }
+  EXPECT_EQ(ph::log_positive(1.0), 0.0);
+  EXPECT_EQ(ph::sqrt_nonnegative(0.0), 0.0);
+  // Quadrant boundaries are exact.
+  const double cases[][3] = {{0, 0, 1}, {0.25, 1, 0}, {0.5, 0, -1}, {0.75, -1, 0}};
+  for (const auto& k : cases) {
+    double s, c;
+    ph::sincos_2pi(k[0], s, c);
+    EXPECT_EQ(s, k[1]) << k[0];
+    EXPECT_EQ(c, k[2]) << k[0];
+  }
+}
+
 // ---- the stream layout, re-derived from the documented rules ----------------------------------
 
 /// Word `lane` of block `block` for seed: counter {block lo, block hi, 0, 0}, key {seed lo, hi}.
