@@ -46,7 +46,7 @@ void check_index_values(const Tensor& index, int64_t size, int64_t dim, const ch
 }
 
 /// 0-dim tensors take part in gather/scatter as 1-D tensors of one element (as PyTorch).
-Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.unsqueeze(0) : t; }
 
 /// A 1-D index of length sizes[dim] viewed with `sizes` (stride 0 along every other dim).
 Tensor expand_index(const Tensor& index_1d, const Shape& sizes, int64_t dim) {
@@ -120,7 +120,7 @@ Tensor& index_add_impl(Tensor& self, int64_t dim, const Tensor& index, const Ten
   IGNIS_CHECK(source.dtype() == self.dtype(), DTypeError,
               "[{}] src must have the dtype of x ({}), got {}", op, dtype_name(self.dtype()),
               dtype_name(source.dtype()));
-  Tensor x = at_least_1d(self), src = at_least_1d(source), index1 = index.reshape({-1});
+  Tensor x = at_least_1d(self), src = at_least_1d(source), index1 = at_least_1d(index);
   const int64_t d = wrap_dim(dim, x.dim(), op);
   Shape expected = x.sizes();
   expected[size_t(d)] = index1.numel();
@@ -154,7 +154,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_dtype(index, true, op);
   IGNIS_CHECK(index.dim() <= 1, ShapeError, "[{}] index must be a vector (at most 1-D), got shape {}",
               op, shape_str(index.sizes()));
-  Tensor x1 = at_least_1d(x), index1 = index.reshape({-1});
+  Tensor x1 = at_least_1d(x), index1 = at_least_1d(index);
   const int64_t d = wrap_dim(dim, x1.dim(), op);
   IGNIS_CHECK(x.dim() > 0 || index1.numel() == 1, ShapeError,
               "[{}] a 0-dim x takes an index of one element, got {}", op, index1.numel());
@@ -164,7 +164,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = make_tensor(out_shape, x.dtype(), x.device());
   if (out.numel() > 0)
     gather_kernel.get(x.device())(GatherArgs{out, x1, expand_index(index1, out_shape, d), d});
-  return x.dim() == 0 ? out.reshape({}) : out;
+  return x.dim() == 0 ? out.squeeze(0) : out;
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -182,7 +182,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_values(index1, x1.size(d), d, op);
   Tensor out = make_tensor(index1.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) gather_kernel.get(x.device())(GatherArgs{out, x1, index1, d});
-  return out.reshape(index.sizes());
+  return index.dim() == 0 ? out.squeeze(0) : out;
 }
 
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {

@@ -13,15 +13,15 @@ namespace {
 std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descending,
                                      bool with_values, const char* op) {
   IGNIS_CHECK(x.defined(), ValueError, "[{}] undefined tensor", op);
-  Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
+  Tensor x1 = x.dim() == 0 ? x.unsqueeze(0) : x;
   const int64_t d = wrap_dim(dim, x1.dim(), op);
   Tensor values = with_values ? make_tensor(x1.sizes(), x.dtype(), x.device()) : Tensor();
   Tensor indices = make_tensor(x1.sizes(), kInt64, x.device());
   if (x1.numel() > 0)
     sort_kernel.get(x.device())(SortArgs{values, indices, x1, d, descending});
   if (x.dim() == 0) {
-    indices = indices.reshape({});
-    if (with_values) values = values.reshape({});
+    indices = indices.squeeze(0);
+    if (with_values) values = values.squeeze(0);
   }
   return {values, indices};
 }
@@ -40,7 +40,7 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
   IGNIS_CHECK(x.defined(), ValueError, "[topk] undefined tensor");
-  Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
+  Tensor x1 = x.dim() == 0 ? x.unsqueeze(0) : x;
   const int64_t d = wrap_dim(dim, x1.dim(), "topk");
   const int64_t n = x1.size(d);
   IGNIS_CHECK(k >= 0 && k <= n, ValueError,
@@ -53,7 +53,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   Tensor indices = make_tensor(shape, kInt64, x.device());
   if (values.numel() > 0)
     topk_kernel.get(x.device())(TopkArgs{values, indices, x1, k, d, largest});
-  if (x.dim() == 0) return {values.reshape({}), indices.reshape({})};
+  if (x.dim() == 0) return {values.squeeze(0), indices.squeeze(0)};
   return {values, indices};
 }
 
