@@ -81,35 +81,46 @@ Tensor outer_view(const Tensor& t, Shape shape, int64_t dim) {
 }
 
 // ---- index scan --------------------------------------------------------------------------
-detail::IndexScan index_scan(const Tensor& index, int64_t lo, int64_t hi) {
+// One unsigned maximum per element checks both bounds: a negative index becomes a huge
+// unsigned value. Four accumulators keep the (memory-bound) loop free of a dependency chain.
+template <class I>
+uint64_t umax_run(const I* x, int64_t stride, int64_t n) {
+  uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+  auto u = [](I v) { return uint64_t(int64_t(v)); };
+  int64_t i = 0;
+  if (stride == 1) {
+    for (; i + 4 <= n; i += 4) {
+      m0 = std::max(m0, u(x[i])), m1 = std::max(m1, u(x[i + 1]));
+      m2 = std::max(m2, u(x[i + 2])), m3 = std::max(m3, u(x[i + 3]));
+    }
+  }
+  for (; i < n; ++i) m0 = std::max(m0, u(x[i * stride]));
+  return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
+detail::IndexScan index_scan(const Tensor& index, int64_t hi) {
   detail::IndexScan r;
   if (index.numel() == 0) return r;
   const ElementwisePlan p = make_plan({&index}, "index_scan");
-  int64_t mn = std::numeric_limits<int64_t>::max(), mx = std::numeric_limits<int64_t>::min();
+  uint64_t umax = 0;
   visit_index(index.dtype(), [&]<class I>() {
     detail::parallel_for(0, p.numel, detail::kGrainSize, [&](int64_t b, int64_t e) {
-      int64_t lmn = std::numeric_limits<int64_t>::max(), lmx = std::numeric_limits<int64_t>::min();
+      uint64_t local = 0;
       walk_range(p, b, e, [&](char* const* d, const int64_t* s, int64_t n) {
-        const I* x = reinterpret_cast<const I*>(d[0]);
-        I a = x[0], z = x[0];
-        if (s[0] == 1) {
-#pragma omp simd reduction(min : a) reduction(max : z)
-          for (int64_t i = 0; i < n; ++i) a = std::min(a, x[i]), z = std::max(z, x[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) a = std::min(a, x[i * s[0]]), z = std::max(z, x[i * s[0]]);
-        }
-        lmn = std::min<int64_t>(lmn, a), lmx = std::max<int64_t>(lmx, z);
+        local = std::max(local, umax_run(reinterpret_cast<const I*>(d[0]), s[0], n));
       });
 #pragma omp critical(ignis_index_scan)
-      mn = std::min(mn, lmn), mx = std::max(mx, lmx);
+      umax = std::max(umax, local);
     });
-    r.min = mn, r.max = mx;
-    if (mn >= lo && mx < hi) return;
+    if (umax < uint64_t(hi)) {
+      r.max = int64_t(umax);
+      return;
+    }
     // Error path only: find the first offending value in row-major order, serially.
     walk_range(p, 0, p.numel, [&](char* const* d, const int64_t* s, int64_t n) {
       const I* x = reinterpret_cast<const I*>(d[0]);
       for (int64_t i = 0; i < n && !r.first_bad; ++i)
-        if (x[i * s[0]] < lo || x[i * s[0]] >= hi) r.first_bad = int64_t(x[i * s[0]]);
+        if (x[i * s[0]] < 0 || x[i * s[0]] >= hi) r.first_bad = int64_t(x[i * s[0]]);
     });
   });
   return r;
@@ -151,23 +162,25 @@ template <class T>
 struct AssignOp {
   void operator()(T& dst, T v) const { dst = v; }
 };
-template <class T>
+/// dst += alpha * v (logical or for bool), in the compute type; Scaled = false for alpha 1.
+template <class T, bool Scaled>
 struct AddOp {
   opmath_t<T> alpha;
   void operator()(T& dst, T v) const {
     using C = opmath_t<T>;
-    if constexpr (std::is_same_v<T, bool>) dst = dst || (alpha && v);
-    else dst = T(C(dst) + alpha * C(v));
+    if constexpr (std::is_same_v<T, bool>) dst = dst || (Scaled ? alpha && v : v);
+    else if constexpr (Scaled) dst = T(C(dst) + alpha * C(v));
+    else dst = T(C(dst) + C(v));
   }
 };
 
 /// The loop over one run of n outer positions and the D entries along dim. ptrs: [self,
-/// index, src?]; s: their strides along the run. With Filter, only destinations (index
-/// values) in [lo, hi) are written: the destination-partitioned mode, where every thread
-/// walks all positions. Each destination receives its updates in increasing dim order.
-template <bool Filter, bool HasSrc, class T, class I, class Op>
+/// index, src?]; s: their strides along the run. Each destination receives its updates in
+/// increasing dim order. (Splitting one position's updates between threads by destination
+/// range was tried: the unpredictable range test cost more than the second thread gained.)
+template <bool HasSrc, class T, class I, class Op>
 void scatter_run(char* const* d, const int64_t* s, int64_t n, int64_t D, const int64_t* dim_st,
-                 T value, int64_t lo, int64_t hi, const Op& op) {
+                 T value, const Op& op) {
   T* self = reinterpret_cast<T*>(d[0]);
   const I* ix = reinterpret_cast<const I*>(d[1]);
   const T* src = HasSrc ? reinterpret_cast<const T*>(d[2]) : nullptr;
@@ -177,37 +190,39 @@ void scatter_run(char* const* d, const int64_t* s, int64_t n, int64_t D, const i
     if constexpr (HasSrc) return src[off];
     else return value;
   };
-  auto skip = [&](int64_t k) { return Filter && (k < lo || k >= hi); };
-  if (s1 == 0) {  // one index per j for the whole run (index_add, or a single position)
+  if (n == 1 || (s1 != 0 && std::abs(s1) > std::abs(isd))) {
+    // Along dim inside: each position's D updates in a row (1-D, or dim the fastest).
+    for (int64_t i = 0; i < n; ++i) {
+      T* sb = self + i * s0;
+      const I* ib = ix + i * s1;
+      const int64_t so = i * s2;
+      if (isd == 1 && (!HasSrc || srcsd == 1)) {
+        for (int64_t j = 0; j < D; ++j) op(sb[int64_t(ib[j]) * ssd], val(so + j));
+      } else {
+        for (int64_t j = 0; j < D; ++j) op(sb[int64_t(ib[j * isd]) * ssd], val(so + j * srcsd));
+      }
+    }
+  } else if (s1 == 0) {
+    // One index per j for the whole run (index_add): add whole lines.
     for (int64_t j = 0; j < D; ++j) {
-      const int64_t k = int64_t(ix[j * isd]);
-      if (skip(k)) continue;
-      T* dst = self + k * ssd;
-      if (s0 == 1 && s2 == 1) {
+      T* dst = self + int64_t(ix[j * isd]) * ssd;
+      if (HasSrc && s0 == 1 && s2 == 1) {
         const T* sp = src + j * srcsd;
         for (int64_t i = 0; i < n; ++i) op(dst[i], sp[i]);
       } else {
         for (int64_t i = 0; i < n; ++i) op(dst[i * s0], val(i * s2 + j * srcsd));
       }
     }
-  } else if (std::abs(s1) > std::abs(isd)) {  // dim is the faster direction: j inside
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < D; ++j) {
-        const int64_t k = int64_t(ix[i * s1 + j * isd]);
-        if (!skip(k)) op(self[i * s0 + k * ssd], val(i * s2 + j * srcsd));
-      }
   } else {
     for (int64_t j = 0; j < D; ++j)
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t k = int64_t(ix[i * s1 + j * isd]);
-        if (!skip(k)) op(self[i * s0 + k * ssd], val(i * s2 + j * srcsd));
-      }
+      for (int64_t i = 0; i < n; ++i)
+        op(self[i * s0 + int64_t(ix[i * s1 + j * isd]) * ssd], val(i * s2 + j * srcsd));
   }
 }
 
 template <bool HasSrc, class T, class I, class Op>
 void scatter_typed(const detail::ScatterArgs& a, const ElementwisePlan& p, const Op& op) {
-  const int64_t dim = a.dim, D = a.index.size(dim), dest = a.self.size(dim);
+  const int64_t dim = a.dim, D = a.index.size(dim);
   const int64_t dim_st[3] = {a.self.stride(dim), a.index.stride(dim),
                              HasSrc ? a.src.stride(dim) : 0};
   T value{};
@@ -216,25 +231,12 @@ void scatter_typed(const detail::ScatterArgs& a, const ElementwisePlan& p, const
       value = T(float(a.value.to_double()));
     else value = a.value.to<T>();
   }
-  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / D);
-  const int64_t max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Few outer positions but many updates (e.g. index_add into a 1-D tensor): split the
-  // destinations between threads instead, each thread walking every position.
-  if (max_threads > 1 && dest > 1 && p.numel * D >= 2 * detail::kGrainSize &&
-      2 * threads_for(p.numel, grain) <= max_threads) {
-    detail::parallel_for(0, dest, 1, [&](int64_t lo, int64_t hi) {
-      walk_range(p, 0, p.numel, [&](char* const* d, const int64_t* s, int64_t n) {
-        scatter_run<true, HasSrc, T, I>(d, s, n, D, dim_st, value, lo, hi, op);
-      });
-    });
-    return;
-  }
   cpu_for_each(
       p,
       [&](char* const* d, const int64_t* s, int64_t n) {
-        scatter_run<false, HasSrc, T, I>(d, s, n, D, dim_st, value, 0, 0, op);
+        scatter_run<HasSrc, T, I>(d, s, n, D, dim_st, value, op);
       },
-      grain);
+      std::max<int64_t>(1, detail::kGrainSize / D));
 }
 
 void scatter(const detail::ScatterArgs& a) {
@@ -251,8 +253,10 @@ void scatter(const detail::ScatterArgs& a) {
         if (has_src) scatter_typed<true, T, I>(a, p, op);
         else scatter_typed<false, T, I>(a, p, op);
       };
+      const auto alpha = a.alpha.to<opmath_t<T>>();
       if (a.reduce == detail::ScatterReduce::Assign) run(AssignOp<T>{});
-      else run(AddOp<T>{a.alpha.to<opmath_t<T>>()});
+      else if (alpha == opmath_t<T>(1)) run(AddOp<T, false>{alpha});
+      else run(AddOp<T, true>{alpha});
     });
   });
 }

@@ -39,7 +39,7 @@ void check_index_dtype(const Tensor& index, bool allow_int32, const char* op) {
 /// Throws IndexError naming the first index value (row-major) outside [0, size).
 void check_index_values(const Tensor& index, int64_t size, int64_t dim, const char* op) {
   if (index.numel() == 0) return;
-  const IndexScan scan = index_scan_kernel.get(index.device())(index, 0, size);
+  const IndexScan scan = index_scan_kernel.get(index.device())(index, size);
   IGNIS_CHECK(!scan.first_bad, IndexError,
               "[{}] index {} is out of bounds for dimension {} with size {}", op,
               scan.first_bad.value_or(0), dim, size);
@@ -273,7 +273,7 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
               op);
   if (x.numel() > 0) {
     const int64_t hi = num_classes >= 0 ? num_classes : std::numeric_limits<int64_t>::max();
-    const IndexScan scan = index_scan_kernel.get(x.device())(x, 0, hi);
+    const IndexScan scan = index_scan_kernel.get(x.device())(x, hi);
     IGNIS_CHECK(!scan.first_bad || *scan.first_bad >= 0, IndexError,
                 "[{}] class values must be non-negative, got {}", op,
                 scan.first_bad.value_or(0));

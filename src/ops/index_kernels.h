@@ -12,15 +12,14 @@
 
 namespace ignis::detail {
 
-/// What an index scan found: the smallest and largest value (0 when empty) and the first
-/// value (row-major order) outside [lo, hi), if any.
+/// What an index scan found: the largest value (0 when empty) if every value lies in
+/// [0, hi), else the first value (row-major order) outside it.
 struct IndexScan {
-  int64_t min = 0;
   int64_t max = 0;
   std::optional<int64_t> first_bad;
 };
-/// Scans an int64 or int32 index tensor of any layout against [lo, hi).
-inline KernelSlot<IndexScan (*)(const Tensor& index, int64_t lo, int64_t hi)> index_scan_kernel{
+/// Scans an int64 or int32 index tensor of any layout against [0, hi).
+inline KernelSlot<IndexScan (*)(const Tensor& index, int64_t hi)> index_scan_kernel{
     "index_scan"};
 
 /// out[p] = x[p with p[dim] replaced by index[p]]. out (contiguous) and index (int64 or
