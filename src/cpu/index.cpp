@@ -70,8 +70,10 @@ int64_t threads_for(int64_t n, int64_t grain) {
 /// visit for the two index dtypes.
 template <class F>
 void visit_index(DType t, F&& f) {
-  if (t == kInt32) f.template operator()<int32_t>();
-  else f.template operator()<int64_t>();
+  if (t == kInt32)
+    f.template operator()<int32_t>();
+  else
+    f.template operator()<int64_t>();
 }
 
 /// A view of t with sizes `shape` (t's strides), size 1 along dim.
@@ -144,7 +146,8 @@ void gather(const detail::GatherArgs& a) {
         const I* ix = reinterpret_cast<const I*>(d[2]);
         if (s[2] == 0) {  // one index for the whole run: copy a (strided) line
           const T* src = xb + int64_t(ix[0]) * xsd;
-          if (s[0] == 1 && s[1] == 1) std::memcpy(o, src, size_t(n) * sizeof(T));
+          if (s[0] == 1 && s[1] == 1)
+            std::memcpy(o, src, size_t(n) * sizeof(T));
           else
             for (int64_t i = 0; i < n; ++i) o[i * s[0]] = src[i * s[1]];
         } else if (s[0] == 1 && s[1] == 0) {  // the run goes along dim
@@ -168,9 +171,12 @@ struct AddOp {
   opmath_t<T> alpha;
   void operator()(T& dst, T v) const {
     using C = opmath_t<T>;
-    if constexpr (std::is_same_v<T, bool>) dst = dst || (Scaled ? alpha && v : v);
-    else if constexpr (Scaled) dst = T(C(dst) + alpha * C(v));
-    else dst = T(C(dst) + C(v));
+    if constexpr (std::is_same_v<T, bool>)
+      dst = dst || (Scaled ? alpha && v : v);
+    else if constexpr (Scaled)
+      dst = T(C(dst) + alpha * C(v));
+    else
+      dst = T(C(dst) + C(v));
   }
 };
 
@@ -187,8 +193,10 @@ void scatter_run(char* const* d, const int64_t* s, int64_t n, int64_t D, const i
   const int64_t s0 = s[0], s1 = s[1], s2 = HasSrc ? s[2] : 0;
   const int64_t ssd = dim_st[0], isd = dim_st[1], srcsd = dim_st[2];
   auto val = [&](int64_t off) -> T {
-    if constexpr (HasSrc) return src[off];
-    else return value;
+    if constexpr (HasSrc)
+      return src[off];
+    else
+      return value;
   };
   if (n == 1 || (s1 != 0 && std::abs(s1) > std::abs(isd))) {
     // Along dim inside: each position's D updates in a row (1-D, or dim the fastest).
@@ -229,7 +237,8 @@ void scatter_typed(const detail::ScatterArgs& a, const ElementwisePlan& p, const
   if constexpr (!HasSrc) {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
       value = T(float(a.value.to_double()));
-    else value = a.value.to<T>();
+    else
+      value = a.value.to<T>();
   }
   cpu_for_each(
       p,
@@ -250,13 +259,18 @@ void scatter(const detail::ScatterArgs& a) {
   visit_dtype(a.self.dtype(), [&]<class T>() {
     visit_index(a.index.dtype(), [&]<class I>() {
       auto run = [&](const auto& op) {
-        if (has_src) scatter_typed<true, T, I>(a, p, op);
-        else scatter_typed<false, T, I>(a, p, op);
+        if (has_src)
+          scatter_typed<true, T, I>(a, p, op);
+        else
+          scatter_typed<false, T, I>(a, p, op);
       };
       const auto alpha = a.alpha.to<opmath_t<T>>();
-      if (a.reduce == detail::ScatterReduce::Assign) run(AssignOp<T>{});
-      else if (alpha == opmath_t<T>(1)) run(AddOp<T, false>{alpha});
-      else run(AddOp<T, true>{alpha});
+      if (a.reduce == detail::ScatterReduce::Assign)
+        run(AssignOp<T>{});
+      else if (alpha == opmath_t<T>(1))
+        run(AddOp<T, false>{alpha});
+      else
+        run(AddOp<T, true>{alpha});
     });
   });
 }
@@ -312,28 +326,29 @@ void trilu(const detail::TriluArgs& a) {
     const T zero = convert<T>(0);
     const T* xb = static_cast<const T*>(x.data_ptr());
     T* ob = static_cast<T*>(a.out.data_ptr());
-    detail::parallel_for(0, rows, std::max<int64_t>(1, detail::kGrainSize / C),
-                         [&](int64_t rb, int64_t re) {
-      for (int64_t r = rb; r < re; ++r) {
-        // Offset of the matrix holding row r, from its batch index over x's batch dims.
-        int64_t b = r / R, off = 0;
-        for (int64_t d = nd - 3; d >= 0; --d) {
-          off += (b % x.sizes()[size_t(d)]) * x.strides()[size_t(d)];
-          b /= x.sizes()[size_t(d)];
-        }
-        const int64_t i = r % R;
-        const T* xi = xb + off + i * xr;
-        T* o = ob + r * C;
-        // Columns kept: j <= i + diagonal (tril) or j >= i + diagonal (triu).
-        const int64_t edge = std::clamp<int64_t>(i + a.diagonal + (a.lower ? 1 : 0), 0, C);
-        const int64_t keep_lo = a.lower ? 0 : edge, keep_hi = a.lower ? edge : C;
-        for (int64_t j = 0; j < keep_lo; ++j) o[j] = zero;
-        if (xc == 1) std::copy(xi + keep_lo, xi + keep_hi, o + keep_lo);
-        else
-          for (int64_t j = keep_lo; j < keep_hi; ++j) o[j] = xi[j * xc];
-        for (int64_t j = keep_hi; j < C; ++j) o[j] = zero;
-      }
-    });
+    detail::parallel_for(
+        0, rows, std::max<int64_t>(1, detail::kGrainSize / C), [&](int64_t rb, int64_t re) {
+          for (int64_t r = rb; r < re; ++r) {
+            // Offset of the matrix holding row r, from its batch index over x's batch dims.
+            int64_t b = r / R, off = 0;
+            for (int64_t d = nd - 3; d >= 0; --d) {
+              off += (b % x.sizes()[size_t(d)]) * x.strides()[size_t(d)];
+              b /= x.sizes()[size_t(d)];
+            }
+            const int64_t i = r % R;
+            const T* xi = xb + off + i * xr;
+            T* o = ob + r * C;
+            // Columns kept: j <= i + diagonal (tril) or j >= i + diagonal (triu).
+            const int64_t edge = std::clamp<int64_t>(i + a.diagonal + (a.lower ? 1 : 0), 0, C);
+            const int64_t keep_lo = a.lower ? 0 : edge, keep_hi = a.lower ? edge : C;
+            for (int64_t j = 0; j < keep_lo; ++j) o[j] = zero;
+            if (xc == 1)
+              std::copy(xi + keep_lo, xi + keep_hi, o + keep_lo);
+            else
+              for (int64_t j = keep_lo; j < keep_hi; ++j) o[j] = xi[j * xc];
+            for (int64_t j = keep_hi; j < C; ++j) o[j] = zero;
+          }
+        });
   });
 }
 

@@ -67,8 +67,8 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& x, int
   Tensor iv = outer_view(indices, x.sizes(), dim), xv = outer_view(x, x.sizes(), dim);
   Tensor vv = with_values ? outer_view(values, x.sizes(), dim) : Tensor();
   // Operands: [indices, x, values?].
-  const ElementwisePlan p = with_values ? make_plan({&iv, &xv, &vv}, "sort")
-                                        : make_plan({&iv, &xv}, "sort");
+  const ElementwisePlan p =
+      with_values ? make_plan({&iv, &xv, &vv}, "sort") : make_plan({&iv, &xv}, "sort");
   const int64_t isd = indices.stride(dim), xsd = x.stride(dim);
   const int64_t vsd = with_values ? values.stride(dim) : 0;
   visit_dtype(x.dtype(), [&]<class T>() {
@@ -84,8 +84,10 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& x, int
             int64_t m = 0, nan_at = n;
             for (int64_t j = 0; j < n; ++j) {
               const C v = C(xr[j * xsd]);
-              if (kernels::is_nan(v)) buf[size_t(--nan_at)] = P(v, j);
-              else buf[size_t(m++)] = P(v, j);
+              if (kernels::is_nan(v))
+                buf[size_t(--nan_at)] = P(v, j);
+              else
+                buf[size_t(m++)] = P(v, j);
             }
             std::reverse(buf.begin() + m, buf.end());  // NaNs back in index order
             order_row(buf, n, m, descending, want);
@@ -104,9 +106,7 @@ void sort(const detail::SortArgs& a) {
   sort_rows(a.values, a.indices, a.x, a.dim, a.descending, a.x.size(a.dim));
 }
 
-void topk(const detail::TopkArgs& a) {
-  sort_rows(a.values, a.indices, a.x, a.dim, a.largest, a.k);
-}
+void topk(const detail::TopkArgs& a) { sort_rows(a.values, a.indices, a.x, a.dim, a.largest, a.k); }
 }  // namespace
 
 void register_sort_cpu() {

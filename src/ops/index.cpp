@@ -19,8 +19,7 @@ using namespace detail;
 namespace {
 
 void check_defined(std::initializer_list<const Tensor*> ts, const char* op) {
-  for (const Tensor* t : ts)
-    IGNIS_CHECK(t->defined(), ValueError, "[{}] undefined tensor", op);
+  for (const Tensor* t : ts) IGNIS_CHECK(t->defined(), ValueError, "[{}] undefined tensor", op);
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
@@ -102,8 +101,8 @@ Tensor& scatter_impl(Tensor& self, int64_t dim, const Tensor& index_in, const Te
   // Read sources that share memory with the destination from copies.
   if (index.is_same_storage(self)) index = index.clone();
   if (src.defined() && src.is_same_storage(self)) src = src.clone();
-  ScatterArgs args{x, index, src.defined() ? leading_view(src, index.sizes()) : Tensor(),
-                   value, 1, d, reduce};
+  ScatterArgs args{x, index, src.defined() ? leading_view(src, index.sizes()) : Tensor(), value, 1,
+                   d, reduce};
   scatter_kernel.get(self.device())(args);
   return self;
 }
@@ -115,8 +114,9 @@ Tensor& index_add_impl(Tensor& self, int64_t dim, const Tensor& index, const Ten
   check_same_device(self, index, op);
   check_same_device(self, source, op);
   check_index_dtype(index, true, op);
-  IGNIS_CHECK(index.dim() <= 1, ShapeError, "[{}] index must be a vector (at most 1-D), got shape {}",
-              op, shape_str(index.sizes()));
+  IGNIS_CHECK(index.dim() <= 1, ShapeError,
+              "[{}] index must be a vector (at most 1-D), got shape {}", op,
+              shape_str(index.sizes()));
   IGNIS_CHECK(source.dtype() == self.dtype(), DTypeError,
               "[{}] src must have the dtype of x ({}), got {}", op, dtype_name(self.dtype()),
               dtype_name(source.dtype()));
@@ -134,8 +134,7 @@ Tensor& index_add_impl(Tensor& self, int64_t dim, const Tensor& index, const Ten
   if (src.numel() == 0) return self;
   if (index1.is_same_storage(self)) index1 = index1.clone();
   if (src.is_same_storage(self)) src = src.clone();
-  ScatterArgs args{x, expand_index(index1, src.sizes(), d), src, 0, alpha, d,
-                   ScatterReduce::Add};
+  ScatterArgs args{x, expand_index(index1, src.sizes(), d), src, 0, alpha, d, ScatterReduce::Add};
   scatter_kernel.get(self.device())(args);
   return self;
 }
@@ -152,8 +151,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_defined({&x, &index}, op);
   check_same_device(x, index, op);
   check_index_dtype(index, true, op);
-  IGNIS_CHECK(index.dim() <= 1, ShapeError, "[{}] index must be a vector (at most 1-D), got shape {}",
-              op, shape_str(index.sizes()));
+  IGNIS_CHECK(index.dim() <= 1, ShapeError,
+              "[{}] index must be a vector (at most 1-D), got shape {}", op,
+              shape_str(index.sizes()));
   Tensor x1 = at_least_1d(x), index1 = at_least_1d(index);
   const int64_t d = wrap_dim(dim, x1.dim(), op);
   IGNIS_CHECK(x.dim() > 0 || index1.numel() == 1, ShapeError,
@@ -269,14 +269,12 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   IGNIS_CHECK(num_classes >= -1, ValueError,
               "[{}] num_classes must be -1 (inferred) or non-negative, got {}", op, num_classes);
   IGNIS_CHECK(num_classes >= 0 || x.numel() > 0, ValueError,
-              "[{}] cannot infer the number of classes from an empty tensor; pass num_classes",
-              op);
+              "[{}] cannot infer the number of classes from an empty tensor; pass num_classes", op);
   if (x.numel() > 0) {
     const int64_t hi = num_classes >= 0 ? num_classes : std::numeric_limits<int64_t>::max();
     const IndexScan scan = index_scan_kernel.get(x.device())(x, hi);
     IGNIS_CHECK(!scan.first_bad || *scan.first_bad >= 0, IndexError,
-                "[{}] class values must be non-negative, got {}", op,
-                scan.first_bad.value_or(0));
+                "[{}] class values must be non-negative, got {}", op, scan.first_bad.value_or(0));
     IGNIS_CHECK(!scan.first_bad, IndexError,
                 "[{}] class value {} is out of range for num_classes {}", op,
                 scan.first_bad.value_or(0), num_classes);
@@ -287,8 +285,8 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   Tensor out = zeros(shape, TensorOptions(kInt64, x.device()));
   if (out.numel() == 0) return out;
   const int64_t d = x.dim();
-  scatter_kernel.get(x.device())(ScatterArgs{out, x.unsqueeze(-1), Tensor(), 1, 1, d,
-                                             ScatterReduce::Assign});
+  scatter_kernel.get(x.device())(
+      ScatterArgs{out, x.unsqueeze(-1), Tensor(), 1, 1, d, ScatterReduce::Assign});
   return out;
 }
 

@@ -19,8 +19,7 @@ struct IndexScan {
   std::optional<int64_t> first_bad;
 };
 /// Scans an int64 or int32 index tensor of any layout against [0, hi).
-inline KernelSlot<IndexScan (*)(const Tensor& index, int64_t hi)> index_scan_kernel{
-    "index_scan"};
+inline KernelSlot<IndexScan (*)(const Tensor& index, int64_t hi)> index_scan_kernel{"index_scan"};
 
 /// out[p] = x[p with p[dim] replaced by index[p]]. out (contiguous) and index (int64 or
 /// int32, any strides, zero strides allowed) share one shape; index.size(d) <= x.size(d) for

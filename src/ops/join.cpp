@@ -89,7 +89,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   IGNIS_CHECK(split_size > 0 || n == 0, ValueError,
               "[split] split_size can be 0 only when dimension {} has size 0, but it has size {}",
               d, n);
-  const int64_t pieces = split_size == 0 ? 1 : std::max<int64_t>((n + split_size - 1) / split_size, 1);
+  const int64_t pieces =
+      split_size == 0 ? 1 : std::max<int64_t>((n + split_size - 1) / split_size, 1);
   std::vector<Tensor> out;
   out.reserve(size_t(pieces));
   for (int64_t i = 0; i < pieces; ++i) {

@@ -17,8 +17,7 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descendi
   const int64_t d = wrap_dim(dim, x1.dim(), op);
   Tensor values = with_values ? make_tensor(x1.sizes(), x.dtype(), x.device()) : Tensor();
   Tensor indices = make_tensor(x1.sizes(), kInt64, x.device());
-  if (x1.numel() > 0)
-    sort_kernel.get(x.device())(SortArgs{values, indices, x1, d, descending});
+  if (x1.numel() > 0) sort_kernel.get(x.device())(SortArgs{values, indices, x1, d, descending});
   if (x.dim() == 0) {
     indices = indices.squeeze(0);
     if (with_values) values = values.squeeze(0);
@@ -51,8 +50,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   shape[size_t(d)] = k;
   Tensor values = make_tensor(shape, x.dtype(), x.device());
   Tensor indices = make_tensor(shape, kInt64, x.device());
-  if (values.numel() > 0)
-    topk_kernel.get(x.device())(TopkArgs{values, indices, x1, k, d, largest});
+  if (values.numel() > 0) topk_kernel.get(x.device())(TopkArgs{values, indices, x1, k, d, largest});
   if (x.dim() == 0) return {values.squeeze(0), indices.squeeze(0)};
   return {values, indices};
 }

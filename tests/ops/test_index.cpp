@@ -23,8 +23,10 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::vector<double> sample(DType dt, int64_t n, uint64_t seed) {
   std::vector<double> v = random_values(n, -50, 50, seed);
   for (double& x : v) {
-    if (dt == kBool) x = x > 0 ? 1 : 0;
-    else if (!is_floating(dt)) x = std::floor(x);
+    if (dt == kBool)
+      x = x > 0 ? 1 : 0;
+    else if (!is_floating(dt))
+      x = std::floor(x);
   }
   return round_to(v, dt);
 }
@@ -109,7 +111,8 @@ TEST(IndexSelect, AllDimsLayoutsDtypes) {
           os[size_t(d)] = 7;
           // index_select is gather with the 1-D index broadcast along the other dims.
           std::vector<double> full(size_t(numel_of(os)));
-          for (size_t i = 0; i < full.size(); ++i) full[i] = iv[size_t(unravel(int64_t(i), os)[size_t(d)])];
+          for (size_t i = 0; i < full.size(); ++i)
+            full[i] = iv[size_t(unravel(int64_t(i), os)[size_t(d)])];
           ASSERT_EQ(out.sizes(), os);
           ASSERT_EQ(out.dtype(), dt);
           EXPECT_TRUE(out.is_contiguous());
@@ -143,7 +146,8 @@ TEST(Gather, AllDimsLayoutsDtypes) {
         is[size_t(d)] = 9;
         const std::vector<double> xv = sample(dt, numel_of(xs), ++seed);
         const std::vector<double> iv = rand_ints(numel_of(is), 0, xs[size_t(d)], ++seed);
-        Tensor out = gather(make_input(xv, xs, dt, layout), dim, make_input(iv, is, kInt64, layout));
+        Tensor out =
+            gather(make_input(xv, xs, dt, layout), dim, make_input(iv, is, kInt64, layout));
         ASSERT_EQ(out.sizes(), is);
         ASSERT_EQ(out.dtype(), dt);
         EXPECT_TRUE(same(out, gather_ref(xv, xs, iv, is, d)))
@@ -223,8 +227,10 @@ TEST(ScatterAdd, RepeatedIndicesAreSummed) {
   // Every source element lands on one of two destinations.
   Tensor x = zeros({2}, kFloat64);
   std::vector<double> iv = rand_ints(1000, 0, 2, 31), sv = sample(kFloat64, 1000, 32);
-  Tensor out = scatter_add(x, 0, from_values(iv, {1000}, kInt64), from_values(sv, {1000}, kFloat64));
-  EXPECT_TRUE(all_close(out, scatter_ref({0, 0}, {2}, iv, {1000}, sv, {1000}, 0, true), 1e-12, 1e-9));
+  Tensor out =
+      scatter_add(x, 0, from_values(iv, {1000}, kInt64), from_values(sv, {1000}, kFloat64));
+  EXPECT_TRUE(
+      all_close(out, scatter_ref({0, 0}, {2}, iv, {1000}, sv, {1000}, 0, true), 1e-12, 1e-9));
   Tensor xi = zeros({3, 2}, kInt64);
   Tensor ones_src = ones({3, 4}, kInt64);
   Tensor idx = tensor<int64_t>({1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0}, Shape{3, 4});
@@ -238,7 +244,8 @@ TEST(ScatterAdd, Large) {
   std::vector<double> sv = rand_ints(n, -8, 8, 41), iv = rand_ints(n, 0, 1000, 42);
   Tensor out = scatter_add(zeros({1000}, kFloat64), 0, from_values(iv, {n}, kInt64),
                            from_values(sv, {n}, kFloat64));
-  EXPECT_TRUE(same(out, scatter_ref(std::vector<double>(1000, 0), {1000}, iv, {n}, sv, {n}, 0, true)));
+  EXPECT_TRUE(
+      same(out, scatter_ref(std::vector<double>(1000, 0), {1000}, iv, {n}, sv, {n}, 0, true)));
   for (int64_t d : {0, 1}) {
     const Shape xs = {700, 800}, is = {1100, 1000};
     Shape isd = is;
@@ -266,11 +273,14 @@ TEST(IndexAdd, AllDimsLayoutsDtypesAlpha) {
           const std::vector<double> sv = sample(dt, numel_of(ss), ++seed);
           const std::vector<double> iv = rand_ints(8, 0, xs[size_t(d)], ++seed);
           const double alpha = is_floating(dt) ? 1.5 : 3;
-          Tensor out = index_add(make_input(xv, xs, dt, layout), dim, make_input(iv, {8}, it, layout),
-                                 make_input(sv, ss, dt, layout), alpha);
+          Tensor out =
+              index_add(make_input(xv, xs, dt, layout), dim, make_input(iv, {8}, it, layout),
+                        make_input(sv, ss, dt, layout), alpha);
           std::vector<double> full(size_t(numel_of(ss)));
-          for (size_t i = 0; i < full.size(); ++i) full[i] = iv[size_t(unravel(int64_t(i), ss)[size_t(d)])];
-          const std::vector<double> want = scatter_ref(xv, xs, full, ss, sv, ss, d, true, alpha, dt);
+          for (size_t i = 0; i < full.size(); ++i)
+            full[i] = iv[size_t(unravel(int64_t(i), ss)[size_t(d)])];
+          const std::vector<double> want =
+              scatter_ref(xv, xs, full, ss, sv, ss, d, true, alpha, dt);
           EXPECT_TRUE(all_close(out, want, default_rtol(dt), 50 * default_rtol(dt)))
               << dtype_name(dt) << " " << layout_name(layout) << " dim " << dim;
         }
@@ -278,7 +288,8 @@ TEST(IndexAdd, AllDimsLayoutsDtypesAlpha) {
 
 TEST(IndexAdd, IntegerAlphaIsTruncatedAndLarge) {
   // As PyTorch: a float alpha is converted to the integer dtype (2.5 -> 2).
-  Tensor out = index_add(zeros({3}, kInt64), 0, tensor<int64_t>({0, 2, 0}), tensor<int64_t>({1, 2, 3}), 2.5);
+  Tensor out =
+      index_add(zeros({3}, kInt64), 0, tensor<int64_t>({0, 2, 0}), tensor<int64_t>({1, 2, 3}), 2.5);
   EXPECT_TRUE(same(out, {8, 0, 4}));
   // 2M rows added into 64 rows of width 16 (index_add as an embedding gradient).
   const int64_t n = 1 << 17, w = 16;
@@ -308,15 +319,18 @@ TEST(InPlace, WritesThroughNonContiguousViews) {
     const std::vector<double> xv = sample(kFloat64, 30, ++seed), sv = sample(kFloat64, 30, ++seed);
     const std::vector<double> iv = rand_ints(24, 0, 6, ++seed), jv = rand_ints(4, 0, 5, ++seed);
     Tensor x = make_input(xv, xs, kFloat64, layout);
-    Tensor& r = scatter_(x, 1, make_input(iv, {4, 6}, kInt64, layout), make_input(sv, xs, kFloat64, layout));
+    Tensor& r = scatter_(x, 1, make_input(iv, {4, 6}, kInt64, layout),
+                         make_input(sv, xs, kFloat64, layout));
     EXPECT_EQ(&r, &x);
     std::vector<double> want = scatter_ref(xv, xs, iv, {4, 6}, sv, xs, 1, false);
     EXPECT_TRUE(same(x, want)) << layout_name(layout);
-    scatter_add_(x, 1, make_input(iv, {4, 6}, kInt64, layout), make_input(sv, xs, kFloat64, layout));
+    scatter_add_(x, 1, make_input(iv, {4, 6}, kInt64, layout),
+                 make_input(sv, xs, kFloat64, layout));
     want = scatter_ref(want, xs, iv, {4, 6}, sv, xs, 1, true);
     EXPECT_TRUE(all_close(x, want, 1e-12, 1e-12)) << layout_name(layout);
     std::vector<double> sub(sv.begin(), sv.begin() + 24);
-    index_add_(x, 0, make_input(jv, {4}, kInt64, layout), make_input(sub, {4, 6}, kFloat64, layout), -2);
+    index_add_(x, 0, make_input(jv, {4}, kInt64, layout), make_input(sub, {4, 6}, kFloat64, layout),
+               -2);
     std::vector<double> full(24);
     for (int64_t i = 0; i < 24; ++i) full[size_t(i)] = jv[size_t(i / 6)];
     want = scatter_ref(want, xs, full, {4, 6}, sub, {4, 6}, 0, true, -2);
@@ -340,7 +354,8 @@ TEST(MaskedFill, BroadcastMasksLayoutsDtypes) {
         for (int64_t i = 0; i < numel_of(xs); ++i) {
           std::vector<int64_t> p = unravel(i, xs);
           std::vector<int64_t> q(p.end() - int64_t(ms.size()), p.end());
-          for (size_t k = 0; k < q.size(); ++k) if (ms[k] == 1) q[k] = 0;
+          for (size_t k = 0; k < q.size(); ++k)
+            if (ms[k] == 1) q[k] = 0;
           if (mv[size_t(ravel(q, ms))] != 0) want[size_t(i)] = value;
         }
         Tensor out = masked_fill(x, mask, value);
@@ -359,10 +374,12 @@ TEST(MaskedFill, ValueConversionAndOutOfPlaceBroadcast) {
   EXPECT_TRUE(same(masked_fill(zeros({3}, kBool), m, 2), {1, 0, 1}));
   EXPECT_TRUE(same(x.masked_fill(m, -1), {-1, 2, -1}));
   // Out of place, x broadcasts to the mask's shape as well.
-  Tensor wide = masked_fill(x, tensor<bool>({true, false, false, false, false, true}, Shape{2, 3}), 0);
+  Tensor wide =
+      masked_fill(x, tensor<bool>({true, false, false, false, false, true}, Shape{2, 3}), 0);
   EXPECT_EQ(wide.sizes(), (Shape{2, 3}));
   EXPECT_TRUE(same(wide, {0, 2, 3, 1, 2, 0}));
-  EXPECT_EQ(masked_fill(zeros({0, 3}), tensor<bool>({true, false, true}), 1).sizes(), (Shape{0, 3}));
+  EXPECT_EQ(masked_fill(zeros({0, 3}), tensor<bool>({true, false, true}), 1).sizes(),
+            (Shape{0, 3}));
 }
 
 TEST(MaskedSelect, BroadcastLayoutsAndLarge) {
@@ -386,7 +403,8 @@ TEST(MaskedSelect, BroadcastLayoutsAndLarge) {
   const int64_t n = 3 << 19;
   const std::vector<double> xv = rand_ints(n, -100, 100, 61), mv = rand_ints(n, 0, 2, 62);
   std::vector<double> want;
-  for (int64_t i = 0; i < n; ++i) if (mv[size_t(i)] != 0) want.push_back(xv[size_t(i)]);
+  for (int64_t i = 0; i < n; ++i)
+    if (mv[size_t(i)] != 0) want.push_back(xv[size_t(i)]);
   EXPECT_TRUE(same(masked_select(from_values(xv, {n}, kInt64), from_values(mv, {n}, kBool)), want));
 }
 
@@ -419,7 +437,8 @@ TEST(Cat, AllDimsLayoutsAndDtypes) {
           while (p[size_t(d)] >= shapes[k][size_t(d)]) p[size_t(d)] -= shapes[k++][size_t(d)];
           want[size_t(i)] = vals[k][size_t(ravel(p, shapes[k]))];
         }
-        EXPECT_TRUE(same(out, want)) << dtype_name(dt) << " " << layout_name(layout) << " dim " << dim;
+        EXPECT_TRUE(same(out, want))
+            << dtype_name(dt) << " " << layout_name(layout) << " dim " << dim;
       }
 }
 
@@ -430,7 +449,8 @@ TEST(Cat, TypePromotionAndLegacyEmpty) {
   EXPECT_EQ(out.dtype(), kFloat32);
   EXPECT_TRUE(same(out, {1, 2, 3, 4, 0.5, 1.5}));
   EXPECT_EQ(cat({from_values({1, 0}, {2}, kBool), tensor<int32_t>({7})}).dtype(), kInt32);
-  EXPECT_EQ(cat({from_values({1, 0}, {2}, kBFloat16), from_values({3}, {1}, kFloat16)}).dtype(), kFloat32);
+  EXPECT_EQ(cat({from_values({1, 0}, {2}, kBFloat16), from_values({3}, {1}, kFloat16)}).dtype(),
+            kFloat32);
   // 1-D tensors of shape [0] are skipped whatever the other shapes (but still promote).
   Tensor skipped = cat({i64, zeros({0}, kFloat64), i64}, 1);
   EXPECT_EQ(skipped.dtype(), kFloat64);
@@ -455,7 +475,8 @@ TEST(Stack, AllDimsAndPromotion) {
     for (int64_t dim : {0, 1, 2, -1, -3}) {
       const Shape s = {3, 4};
       const std::vector<double> a = sample(kFloat32, 12, ++seed), b = sample(kInt64, 12, ++seed);
-      Tensor out = stack({make_input(a, s, kFloat32, layout), make_input(b, s, kInt64, layout)}, dim);
+      Tensor out =
+          stack({make_input(a, s, kFloat32, layout), make_input(b, s, kInt64, layout)}, dim);
       EXPECT_EQ(out.dtype(), kFloat32);
       const int64_t d = dim < 0 ? dim + 3 : dim;
       Shape os = s;
@@ -561,7 +582,10 @@ std::vector<std::vector<int64_t>> ref_order(const std::vector<double>& x, const 
     if (p[size_t(d)] != 0) continue;
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    auto val = [&](int64_t j) { p[size_t(d)] = j; return x[size_t(ravel(p, s))]; };
+    auto val = [&](int64_t j) {
+      p[size_t(d)] = j;
+      return x[size_t(ravel(p, s))];
+    };
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) v[size_t(j)] = val(j);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
@@ -575,7 +599,8 @@ std::vector<std::vector<int64_t>> ref_order(const std::vector<double>& x, const 
 }
 
 /// Lays out per-row results (k per row) along dim d of an output of shape os.
-std::vector<double> place(const std::vector<std::vector<double>>& rows, const Shape& os, int64_t d) {
+std::vector<double> place(const std::vector<std::vector<double>>& rows, const Shape& os,
+                          int64_t d) {
   std::vector<double> out(size_t(numel_of(os)));
   size_t r = 0;
   for (int64_t i = 0; i < numel_of(os); ++i) {
@@ -617,9 +642,12 @@ std::vector<double> tie_values(DType dt, int64_t n, uint64_t seed) {
   if (is_floating(dt)) {
     const std::vector<double> u = random_values(n, 0, 1, seed + 1);
     for (int64_t i = 0; i < n; ++i) {
-      if (u[size_t(i)] < 0.1) v[size_t(i)] = kNaN;
-      else if (u[size_t(i)] < 0.2) v[size_t(i)] = u[size_t(i)] < 0.15 ? -0.0 : 0.0;
-      else if (u[size_t(i)] > 0.95) v[size_t(i)] = u[size_t(i)] > 0.975 ? INFINITY : -INFINITY;
+      if (u[size_t(i)] < 0.1)
+        v[size_t(i)] = kNaN;
+      else if (u[size_t(i)] < 0.2)
+        v[size_t(i)] = u[size_t(i)] < 0.15 ? -0.0 : 0.0;
+      else if (u[size_t(i)] > 0.95)
+        v[size_t(i)] = u[size_t(i)] > 0.975 ? INFINITY : -INFINITY;
     }
   }
   return v;
@@ -640,7 +668,8 @@ TEST(Sort, StableWithTiesNaNsAllDimsLayoutsDtypes) {
           auto [wv, wi] = ref_first_k(xv, xs, d, descending, xs[size_t(d)]);
           ASSERT_EQ(values.dtype(), dt);
           ASSERT_EQ(indices.dtype(), kInt64);
-          EXPECT_TRUE(same(indices, wi)) << dtype_name(dt) << " " << layout_name(layout) << " dim " << dim;
+          EXPECT_TRUE(same(indices, wi))
+              << dtype_name(dt) << " " << layout_name(layout) << " dim " << dim;
           EXPECT_TRUE(same(values, wv));
           EXPECT_TRUE(same(argsort(x, dim, descending, true), wi));
           // Non-stable sort must still order the values the same way.
@@ -686,9 +715,11 @@ TEST(Topk, LargestSmallestAllDimsLayoutsDtypes) {
             Shape os = xs;
             os[size_t(d)] = k;
             ASSERT_EQ(values.sizes(), os);
-            EXPECT_TRUE(same(values, wv)) << dtype_name(dt) << " " << layout_name(layout) << " k " << k;
+            EXPECT_TRUE(same(values, wv))
+                << dtype_name(dt) << " " << layout_name(layout) << " k " << k;
             // Among equal values the lower index comes first.
-            EXPECT_TRUE(same(indices, wi)) << dtype_name(dt) << " " << layout_name(layout) << " k " << k;
+            EXPECT_TRUE(same(indices, wi))
+                << dtype_name(dt) << " " << layout_name(layout) << " k " << k;
           }
         }
 }
@@ -723,8 +754,10 @@ TEST(Trilu, BatchesNonSquareDiagonals) {
             lo[size_t(i)] = c - r <= diag ? xv[size_t(i)] : 0;
             up[size_t(i)] = c - r >= diag ? xv[size_t(i)] : 0;
           }
-          EXPECT_TRUE(same(tril(x, diag), lo)) << dtype_name(dt) << " " << layout_name(layout) << " " << diag;
-          EXPECT_TRUE(same(triu(x, diag), up)) << dtype_name(dt) << " " << layout_name(layout) << " " << diag;
+          EXPECT_TRUE(same(tril(x, diag), lo))
+              << dtype_name(dt) << " " << layout_name(layout) << " " << diag;
+          EXPECT_TRUE(same(triu(x, diag), up))
+              << dtype_name(dt) << " " << layout_name(layout) << " " << diag;
         }
 }
 
@@ -744,7 +777,8 @@ TEST(IndexErrors, OutOfRangeAndNegativeIndices) {
                    "[scatter] index 12 is out of bounds for dimension 1 with size 10");
   EXPECT_THROW_MSG(scatter(x, 0, tensor<int64_t>({-1}, Shape{1, 1}), 1.0), IndexError,
                    "[scatter] index -1 is out of bounds for dimension 0 with size 3");
-  EXPECT_THROW_MSG(scatter_add(x, 0, tensor<int64_t>({0, 5}, Shape{1, 2}), ones({1, 2})), IndexError,
+  EXPECT_THROW_MSG(scatter_add(x, 0, tensor<int64_t>({0, 5}, Shape{1, 2}), ones({1, 2})),
+                   IndexError,
                    "[scatter_add] index 5 is out of bounds for dimension 0 with size 3");
   EXPECT_THROW_MSG(index_add(x, 0, tensor<int64_t>({-1}), ones({1, 10})), IndexError,
                    "[index_add] index -1 is out of bounds for dimension 0 with size 3");
@@ -754,8 +788,10 @@ TEST(IndexErrors, OutOfRangeAndNegativeIndices) {
   many.back() = 4;
   EXPECT_THROW_MSG(scatter_(y, 0, tensor(many), ones({5000})), IndexError,
                    "[scatter_] index 4 is out of bounds for dimension 0 with size 4");
-  EXPECT_THROW_MSG(index_add_(y, 0, tensor(many), ones({5000})), IndexError, "[index_add_] index 4");
-  EXPECT_THROW_MSG(scatter_add_(y, 0, tensor(many), ones({5000})), IndexError, "[scatter_add_] index 4");
+  EXPECT_THROW_MSG(index_add_(y, 0, tensor(many), ones({5000})), IndexError,
+                   "[index_add_] index 4");
+  EXPECT_THROW_MSG(scatter_add_(y, 0, tensor(many), ones({5000})), IndexError,
+                   "[scatter_add_] index 4");
   EXPECT_TRUE(same(y, {0, 0, 0, 0}));
   EXPECT_THROW_MSG(gather(zeros({2, 0}), 1, zeros({2, 1}, kInt64)), IndexError,
                    "index 0 is out of bounds for dimension 1 with size 0");
@@ -764,8 +800,10 @@ TEST(IndexErrors, OutOfRangeAndNegativeIndices) {
 
 TEST(IndexErrors, IndexDtypes) {
   Tensor x = zeros({3, 4});
-  EXPECT_THROW_MSG(gather(x, 0, zeros({1, 1})), DTypeError, "[gather] expected an int64 index, got float32");
-  EXPECT_THROW_MSG(gather(x, 0, zeros({1, 1}, kInt32)), DTypeError, "[gather] expected an int64 index, got int32");
+  EXPECT_THROW_MSG(gather(x, 0, zeros({1, 1})), DTypeError,
+                   "[gather] expected an int64 index, got float32");
+  EXPECT_THROW_MSG(gather(x, 0, zeros({1, 1}, kInt32)), DTypeError,
+                   "[gather] expected an int64 index, got int32");
   EXPECT_THROW_MSG(scatter(x, 0, zeros({1, 1}, kInt32), zeros({1, 1})), DTypeError,
                    "[scatter] expected an int64 index, got int32");
   EXPECT_THROW_MSG(index_select(x, 0, zeros({1}, kBool)), DTypeError,
@@ -785,21 +823,28 @@ TEST(IndexErrors, IndexDtypes) {
 TEST(IndexErrors, Shapes) {
   Tensor x = zeros({3, 4});
   EXPECT_THROW_MSG(gather(x, 0, zeros({2}, kInt64)), ShapeError,
-                   "[gather] index must have as many dimensions as x: got index of shape [2] for x of shape [3, 4]");
-  EXPECT_THROW_MSG(gather(x, 0, zeros({2, 5}, kInt64)), ShapeError,
-                   "[gather] index of shape [2, 5] is larger than x of shape [3, 4] in dimension 1");
-  EXPECT_THROW_MSG(scatter(x, 0, zeros({2, 3}, kInt64), zeros({2, 2})), ShapeError,
-                   "[scatter] index of shape [2, 3] is larger than src of shape [2, 2] in dimension 1");
-  EXPECT_THROW_MSG(scatter(x, 1, zeros({4, 1}, kInt64), zeros({4, 1})), ShapeError,
-                   "[scatter] index of shape [4, 1] is larger than x of shape [3, 4] in dimension 0");
-  EXPECT_THROW_MSG(index_add(x, 1, zeros({2}, kInt64), zeros({3, 3})), ShapeError,
-                   "[index_add] src of shape [3, 3] does not fit x of shape [3, 4] with an index of length 2");
+                   "[gather] index must have as many dimensions as x: got index of shape [2] for x "
+                   "of shape [3, 4]");
+  EXPECT_THROW_MSG(
+      gather(x, 0, zeros({2, 5}, kInt64)), ShapeError,
+      "[gather] index of shape [2, 5] is larger than x of shape [3, 4] in dimension 1");
+  EXPECT_THROW_MSG(
+      scatter(x, 0, zeros({2, 3}, kInt64), zeros({2, 2})), ShapeError,
+      "[scatter] index of shape [2, 3] is larger than src of shape [2, 2] in dimension 1");
+  EXPECT_THROW_MSG(
+      scatter(x, 1, zeros({4, 1}, kInt64), zeros({4, 1})), ShapeError,
+      "[scatter] index of shape [4, 1] is larger than x of shape [3, 4] in dimension 0");
+  EXPECT_THROW_MSG(
+      index_add(x, 1, zeros({2}, kInt64), zeros({3, 3})), ShapeError,
+      "[index_add] src of shape [3, 3] does not fit x of shape [3, 4] with an index of length 2");
   EXPECT_THROW_MSG(index_select(x, 0, zeros({1, 2}, kInt64)), ShapeError,
                    "[index_select] index must be a vector");
-  EXPECT_THROW_MSG(masked_fill_(x, zeros({2, 3, 4}, kBool), 1), ShapeError,
-                   "[masked_fill_] mask of shape [2, 3, 4] does not broadcast to x of shape [3, 4]");
+  EXPECT_THROW_MSG(
+      masked_fill_(x, zeros({2, 3, 4}, kBool), 1), ShapeError,
+      "[masked_fill_] mask of shape [2, 3, 4] does not broadcast to x of shape [3, 4]");
   EXPECT_THROW_MSG(masked_fill(x, zeros({3}, kBool), 1), ShapeError, "[masked_fill]");
-  EXPECT_THROW_MSG(tril(zeros({3})), ShapeError, "[tril] expects a tensor of at least 2 dimensions");
+  EXPECT_THROW_MSG(tril(zeros({3})), ShapeError,
+                   "[tril] expects a tensor of at least 2 dimensions");
   Tensor expanded = zeros({1, 4}).expand({3, 4});
   EXPECT_THROW_MSG(scatter_(expanded, 1, zeros({1, 1}, kInt64), zeros({1, 1})), ValueError,
                    "[scatter_] cannot write into a tensor");
@@ -821,30 +866,38 @@ TEST(IndexErrors, MasksKAndOneHot) {
                    "[one_hot] class values must be non-negative, got -1");
   EXPECT_THROW_MSG(one_hot(tensor<int64_t>({0, 2, 5}), 3), IndexError,
                    "[one_hot] class value 5 is out of range for num_classes 3");
-  EXPECT_THROW_MSG(one_hot(zeros({0}, kInt64)), ValueError, "[one_hot] cannot infer the number of classes");
+  EXPECT_THROW_MSG(one_hot(zeros({0}, kInt64)), ValueError,
+                   "[one_hot] cannot infer the number of classes");
   EXPECT_THROW_MSG(one_hot(tensor<int64_t>({1}), -2), ValueError, "[one_hot] num_classes must be");
 }
 
 TEST(JoinErrors, CatStackSplitChunk) {
   Tensor a = zeros({2, 3});
   EXPECT_THROW_MSG(cat({a, zeros({2, 4})}, 0), ShapeError,
-                   "[cat] sizes of tensors must match except in dimension 0: tensor 0 has shape [2, 3] but tensor 1 has shape [2, 4]");
-  EXPECT_THROW_MSG(cat({a, a, zeros({3, 2})}, -1), ShapeError,
-                   "except in dimension 1: tensor 0 has shape [2, 3] but tensor 2 has shape [3, 2]");
+                   "[cat] sizes of tensors must match except in dimension 0: tensor 0 has shape "
+                   "[2, 3] but tensor 1 has shape [2, 4]");
+  EXPECT_THROW_MSG(
+      cat({a, a, zeros({3, 2})}, -1), ShapeError,
+      "except in dimension 1: tensor 0 has shape [2, 3] but tensor 2 has shape [3, 2]");
   EXPECT_THROW_MSG(cat({a, zeros({2})}), ShapeError,
-                   "[cat] tensors must have the same number of dimensions: tensor 0 has shape [2, 3] but tensor 1 has shape [2]");
+                   "[cat] tensors must have the same number of dimensions: tensor 0 has shape [2, "
+                   "3] but tensor 1 has shape [2]");
   EXPECT_THROW_MSG(cat({scalar_tensor(1), scalar_tensor(2)}), ShapeError,
                    "[cat] zero-dimensional tensor (at position 0) cannot be concatenated");
   EXPECT_THROW_MSG(cat({}), ValueError, "[cat] expected a non-empty list");
   EXPECT_THROW_MSG(cat({a}, 2), IndexError, "[cat]");
   EXPECT_THROW_MSG(stack({a, a.t()}), ShapeError,
-                   "[stack] expects tensors of equal shape, but tensor 0 has shape [2, 3] and tensor 1 has shape [3, 2]");
+                   "[stack] expects tensors of equal shape, but tensor 0 has shape [2, 3] and "
+                   "tensor 1 has shape [3, 2]");
   EXPECT_THROW_MSG(stack({}), ValueError, "[stack] expected a non-empty list");
   EXPECT_THROW_MSG(stack({a}, 3), IndexError, "[stack]");
   EXPECT_THROW_MSG(split(a, -1, 1), ValueError, "[split] split_size must be non-negative");
   EXPECT_THROW_MSG(split(a, 0, 1), ValueError, "[split] split_size can be 0 only");
-  EXPECT_THROW_MSG(split(a, Shape{1, 1}, 1), ValueError, "[split] split sizes [1, 1] must sum to 3");
-  EXPECT_THROW_MSG(split(a, Shape{4, -1}, 1), ValueError, "[split] split sizes must be non-negative");
-  EXPECT_THROW_MSG(split(scalar_tensor(1), 1), ShapeError, "[split] expects a tensor of at least 1");
+  EXPECT_THROW_MSG(split(a, Shape{1, 1}, 1), ValueError,
+                   "[split] split sizes [1, 1] must sum to 3");
+  EXPECT_THROW_MSG(split(a, Shape{4, -1}, 1), ValueError,
+                   "[split] split sizes must be non-negative");
+  EXPECT_THROW_MSG(split(scalar_tensor(1), 1), ShapeError,
+                   "[split] expects a tensor of at least 1");
   EXPECT_THROW_MSG(chunk(a, 0), ValueError, "[chunk] chunks must be positive, got 0");
 }
