@@ -19,7 +19,7 @@ using detail::CumsumArgs;
 using detail::SoftmaxArgs;
 using kernels::opmath_t;
 
-constexpr int64_t kTile = 256;       // columns per tile when reducing along a strided dim
+constexpr int64_t kTile = 1024;      // columns per tile along a strided dim (4 KiB of floats)
 constexpr int64_t kSumBlock = 1024;  // float partial sums are folded into double this often
 
 template <class C>
@@ -29,7 +29,7 @@ IGNIS_HOST_DEVICE C exp_of(C x) {
 }
 
 /// Rows [begin, end) of a (rows, D) softmax along contiguous rows. Always inlined into the
-/// per-ISA wrappers below, so its loops are vectorised for each target.
+/// per-ISA wrappers below (softmax_base / softmax_avx2), so its loops are vectorised for each.
 template <class T, bool kLog>
 [[gnu::always_inline]] inline void softmax_rows_impl(const SoftmaxArgs& a, int64_t begin,
                                                      int64_t end) {
@@ -87,35 +87,15 @@ template <class T, bool kLog>
   }
 }
 
-template <class T, bool kLog>
-void softmax_rows_base(const SoftmaxArgs& a, int64_t b, int64_t e) {
-  softmax_rows_impl<T, kLog>(a, b, e);
-}
-#if defined(__x86_64__) && defined(__GNUC__)
-template <class T, bool kLog>
-[[gnu::target("avx2,fma")]] void softmax_rows_avx2(const SoftmaxArgs& a, int64_t b, int64_t e) {
-  softmax_rows_impl<T, kLog>(a, b, e);
-}
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-#endif
-
-using RowsFn = void (*)(const SoftmaxArgs&, int64_t, int64_t);
-template <class T, bool kLog>
-RowsFn pick_rows_fn() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (cpu_has_avx2()) return &softmax_rows_avx2<T, kLog>;
-#endif
-  return &softmax_rows_base<T, kLog>;
-}
-
 /// Softmax along a strided dim: tiles of up to kTile columns of one outer index, three passes
-/// over the dim, vectorised across the tile; exponentials are recomputed in the last pass.
+/// over the dim, vectorised across the tile (exponentials stored in the output when its type
+/// holds them exactly, else recomputed in the last pass). Items [begin, end) are
+/// (outer index, tile) pairs.
 template <class T, bool kLog>
-void softmax_columns(const SoftmaxArgs& a, int64_t begin, int64_t end) {
+[[gnu::always_inline]] inline void softmax_columns_impl(const SoftmaxArgs& a, int64_t begin,
+                                                        int64_t end) {
   using C = opmath_t<T>;
+  constexpr bool kStoreExp = std::is_same_v<T, C> && !kLog;
   const int64_t D = a.dim, inner = a.inner, tiles = (inner + kTile - 1) / kTile;
   const T* in = reinterpret_cast<const T*>(a.in);
   T* out = reinterpret_cast<T*>(a.out);
@@ -134,31 +114,67 @@ void softmax_columns(const SoftmaxArgs& a, int64_t begin, int64_t end) {
     }
     for (int64_t d = 0; d < D; ++d) {
 #pragma omp simd
-      for (int64_t j = 0; j < w; ++j) sm[j] += exp_of<C>(C(x[d * inner + j]) - mx[j]);
+      for (int64_t j = 0; j < w; ++j) {
+        const C e = exp_of<C>(C(x[d * inner + j]) - mx[j]);
+        if constexpr (kStoreExp) y[d * inner + j] = e;
+        sm[j] += e;
+      }
     }
     for (int64_t j = 0; j < w; ++j) sm[j] = kLog ? C(std::log(double(sm[j]))) : C(1) / sm[j];
     for (int64_t d = 0; d < D; ++d) {
 #pragma omp simd
       for (int64_t j = 0; j < w; ++j) {
-        const C v = C(x[d * inner + j]) - mx[j];
-        y[d * inner + j] = T(kLog ? v - sm[j] : exp_of<C>(v) * sm[j]);
+        if constexpr (kStoreExp) {
+          y[d * inner + j] = y[d * inner + j] * sm[j];
+        } else {
+          const C v = C(x[d * inner + j]) - mx[j];
+          y[d * inner + j] = T(kLog ? v - sm[j] : exp_of<C>(v) * sm[j]);
+        }
       }
     }
   }
+}
+
+// Each loop compiled for the baseline ISA and, on x86, for AVX2+FMA, chosen at run time.
+using ItemsFn = void (*)(const SoftmaxArgs&, int64_t, int64_t);
+template <class T, bool kLog, bool kRows>
+void softmax_base(const SoftmaxArgs& a, int64_t b, int64_t e) {
+  if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
+  else softmax_columns_impl<T, kLog>(a, b, e);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <class T, bool kLog, bool kRows>
+[[gnu::target("avx2,fma")]] void softmax_avx2(const SoftmaxArgs& a, int64_t b, int64_t e) {
+  if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
+  else softmax_columns_impl<T, kLog>(a, b, e);
+}
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+template <class T, bool kLog, bool kRows>
+ItemsFn pick() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) return &softmax_avx2<T, kLog, kRows>;
+#endif
+  return &softmax_base<T, kLog, kRows>;
 }
 
 template <class T, bool kLog>
 void softmax_typed(const SoftmaxArgs& a) {
   const int64_t work_per_row = std::max<int64_t>(a.dim, 1);
   if (a.inner == 1) {
-    const RowsFn rows = pick_rows_fn<T, kLog>();
+    const ItemsFn rows = pick<T, kLog, true>();
     detail::parallel_for(0, a.outer, std::max<int64_t>(1, detail::kGrainSize / work_per_row),
                          [&](int64_t b, int64_t e) { rows(a, b, e); });
     return;
   }
+  const ItemsFn columns = pick<T, kLog, false>();
   const int64_t items = a.outer * ((a.inner + kTile - 1) / kTile);
   detail::parallel_for(0, items, std::max<int64_t>(1, detail::kGrainSize / (work_per_row * kTile)),
-                       [&](int64_t b, int64_t e) { softmax_columns<T, kLog>(a, b, e); });
+                       [&](int64_t b, int64_t e) { columns(a, b, e); });
 }
 
 void softmax_kernel(const SoftmaxArgs& a) {

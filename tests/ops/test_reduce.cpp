@@ -204,8 +204,8 @@ void check_reduction(const char* name, const ReduceFn& op, const RefFn& ref,
   }
 }
 
-const std::vector<DType> kFloatTypes = {kFloat32, kFloat64, kBFloat16};
-const std::vector<DType> kAllTypes = {kFloat32, kFloat64, kBFloat16, kInt32,
+const std::vector<DType> kFloatTypes = {kFloat32, kFloat64, kBFloat16, kFloat16};
+const std::vector<DType> kAllTypes = {kFloat32, kFloat64, kBFloat16, kFloat16, kInt32,
                                       kInt64,   kUInt8,   kBool};
 
 DType same(DType t) { return t; }
@@ -391,6 +391,20 @@ TEST(Reduce, NanPropagationAndFirstIndex) {
   EXPECT_TRUE(std::isnan(sum(tensor<double>({1, kNaN})).item<double>()));
 }
 
+TEST(Reduce, BroadcastInput) {
+  // Expanded inputs have stride 0 along the broadcast dim, reduced or kept.
+  const Tensor row = tensor<double>({1, -2, 3});
+  const Tensor x = row.unsqueeze(0).expand({1000, 3});
+  EXPECT_TRUE(all_close(sum(x, {0}), {1000, -2000, 3000}, 0, 0));
+  EXPECT_TRUE(all_close(sum(x, {1}), std::vector<double>(1000, 2), 0, 0));
+  EXPECT_TRUE(all_close(argmax(x, 0), {0, 0, 0}, 0, 0));
+  EXPECT_TRUE(all_close(var(x, {0}), {0, 0, 0}, 0, 1e-12));
+  const Tensor col = tensor<double>({4, 5}).unsqueeze(1).expand({2, 500});
+  EXPECT_TRUE(all_close(sum(col, {1}), {2000, 2500}, 0, 0));
+  EXPECT_TRUE(all_close(softmax(col, 1), std::vector<double>(1000, 1.0 / 500), 1e-12, 0));
+  EXPECT_TRUE(all_close(cumsum(col, 0).select(1, 7), {4, 9}, 0, 0));
+}
+
 // ---- empty tensors ---------------------------------------------------------------------------
 TEST(Reduce, EmptyTensors) {
   const Tensor e = zeros({0, 3});
@@ -438,7 +452,7 @@ std::vector<double> ref_softmax(const std::vector<double>& x, const Shape& shape
 
 TEST(Softmax, EveryDimLayoutDtype) {
   uint64_t seed = 500;
-  for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt32}) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt32}) {
     for (const Shape& shape : {Shape{7}, Shape{5, 40}, Shape{3, 4, 5}, Shape{2, 3, 4, 37}}) {
       const auto values = gen_values(numel_of(shape), dt, seed++, -8, 8);
       for (Layout layout : kAllLayouts) {
