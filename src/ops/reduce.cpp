@@ -156,8 +156,10 @@ std::tuple<Tensor, Tensor> reduce_with_indices(const Tensor& x, uint64_t mask, b
   return {want_values ? finish(values, mask, keepdim) : Tensor(), finish(indices, mask, keepdim)};
 }
 
+/// The mask of one (wrapped) dim; a 0-dim tensor accepts dim 0 or -1 and reduces nothing.
 uint64_t one_dim_mask(const Tensor& x, int64_t dim, const char* op) {
-  return x.dim() == 0 ? (wrap_dim(dim, 0, op), 0) : 1ull << wrap_dim(dim, x.dim(), op);
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  return x.dim() == 0 ? 0 : 1ull << d;
 }
 
 Tensor whole_extreme(const Tensor& x, ReduceOp op, const char* name) {
