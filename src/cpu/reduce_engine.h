@@ -89,6 +89,49 @@ void for_each_run(const ReducePlan& p, int64_t begin, int64_t end, const F& f) {
 template <class Op>
 concept HasLanes = requires { typename Op::Lane; };
 
+/// True when the CPU runs AVX2 and FMA: hot loops compiled twice (baseline and
+/// [[gnu::target("avx2,fma")]]) pick their version with it, since the library is built for the
+/// baseline ISA.
+#if defined(__x86_64__) && defined(__GNUC__)
+inline bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#else
+inline bool cpu_has_avx2() { return false; }
+#endif
+
+/// Folds a contiguous run through Op's lanes (see HasLanes): blocks of kFoldEvery * kL
+/// elements into kL lane partials, each block's lanes then folded into acc.
+template <class Op>
+[[gnu::always_inline]] inline void fold_lanes_impl(const Op& op, typename Op::Acc& acc,
+                                                   const typename Op::In* x, int64_t n) {
+  using Lane = typename Op::Lane;
+  constexpr int kL = 2 * kLanes;
+  for (int64_t b = 0; b < n; b += Op::kFoldEvery * kL) {
+    const int64_t e = std::min(n, b + Op::kFoldEvery * kL);
+    Lane lanes[kL] = {};
+    int64_t i = b;
+    for (; i + kL <= e; i += kL) {
+#pragma omp simd
+      for (int j = 0; j < kL; ++j) op.lane_reduce(lanes[j], x[i + j]);
+    }
+    for (; i < e; ++i) op.lane_reduce(lanes[0], x[i]);
+    for (int j = 0; j < kL; ++j) op.fold(acc, lanes[j]);
+  }
+}
+template <class Op>
+void fold_lanes_base(const Op& op, typename Op::Acc& acc, const typename Op::In* x, int64_t n) {
+  fold_lanes_impl(op, acc, x, n);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <class Op>
+[[gnu::target("avx2,fma")]] void fold_lanes_avx2(const Op& op, typename Op::Acc& acc,
+                                                 const typename Op::In* x, int64_t n) {
+  fold_lanes_impl(op, acc, x, n);
+}
+#endif
+
 /// Folds n elements x[0], x[stride], … (positions pos, pos + 1, …) into acc.
 template <class Op>
 inline void reduce_run(const Op& op, typename Op::Acc& acc, const typename Op::In* x, int64_t n,
@@ -99,19 +142,12 @@ inline void reduce_run(const Op& op, typename Op::Acc& acc, const typename Op::I
     return;
   }
   if constexpr (HasLanes<Op>) {
-    using Lane = typename Op::Lane;
-    constexpr int kL = 2 * kLanes;
-    for (int64_t b = 0; b < n; b += Op::kFoldEvery * kL) {
-      const int64_t e = std::min(n, b + Op::kFoldEvery * kL);
-      Lane lanes[kL] = {};
-      int64_t i = b;
-      for (; i + kL <= e; i += kL) {
-#pragma omp simd
-        for (int j = 0; j < kL; ++j) op.lane_reduce(lanes[j], x[i + j]);
-      }
-      for (; i < e; ++i) op.lane_reduce(lanes[0], x[i]);
-      for (int j = 0; j < kL; ++j) op.fold(acc, lanes[j]);
-    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const auto fold = cpu_has_avx2() ? &fold_lanes_avx2<Op> : &fold_lanes_base<Op>;
+    fold(op, acc, x, n);
+#else
+    fold_lanes_base(op, acc, x, n);
+#endif
   } else {
     Acc lanes[kLanes];
     for (int j = 0; j < kLanes; ++j) lanes[j] = op.identity();

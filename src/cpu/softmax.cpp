@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "kernels/convert.h"
 #include "kernels/fast_math.h"
 #include "ops/reduce_kernels.h"
@@ -147,10 +148,6 @@ template <class T, bool kLog, bool kRows>
 [[gnu::target("avx2,fma")]] void softmax_avx2(const SoftmaxArgs& a, int64_t b, int64_t e) {
   if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
   else softmax_columns_impl<T, kLog>(a, b, e);
-}
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
 }
 #endif
 
