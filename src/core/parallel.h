@@ -11,7 +11,7 @@
 namespace ignis::detail {
 
 /// Elements below which an elementwise loop stays on one thread (PyTorch uses the same).
-inline constexpr int64_t kGrainSize = 32768;
+inline constexpr int64_t kGrainSize = 16384;
 
 /// f(begin, end) over disjoint chunks covering [begin, end). Chunks are contiguous and at
 /// least `grain` long, one per thread.

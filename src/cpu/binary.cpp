@@ -19,21 +19,19 @@ void binary_loop(const ElementwisePlan& p, const BinaryParams& params) {
   using C = opmath_t<T>;
   using Out = std::conditional_t<Op::kind == BinaryKind::Compare, bool, T>;
   const Op op = make_binary<Op>(params);
+  const bool stream = use_streaming_stores<Out>(p.numel);
   cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(d[0]);
     const T* a = reinterpret_cast<const T*>(d[1]);
     const T* b = reinterpret_cast<const T*>(d[2]);
     if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(op(C(a[i]), C(b[i])));
+      write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]), C(b[i]))); });
     } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {
       const C bv = C(b[0]);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(op(C(a[i]), bv));
+      write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]), bv)); });
     } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {
       const C av = C(a[0]);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(op(av, C(b[i])));
+      write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(av, C(b[i]))); });
     } else {
       for (int64_t i = 0; i < n; ++i) o[i * s[0]] = Out(op(C(a[i * s[1]]), C(b[i * s[2]])));
     }

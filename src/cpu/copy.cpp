@@ -14,18 +14,18 @@ using kernels::convert;
 void copy_kernel(const ElementwisePlan& p) {
   visit_dtype(p.dtypes[0], [&]<class D>() {
     visit_dtype(p.dtypes[1], [&]<class S>() {
+      const bool stream = use_streaming_stores<D>(p.numel);
       cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
         D* o = reinterpret_cast<D*>(d[0]);
         const S* a = reinterpret_cast<const S*>(d[1]);
         if constexpr (std::is_same_v<D, S>) {
-          if (s[0] == 1 && s[1] == 1) {
+          if (s[0] == 1 && s[1] == 1 && !stream) {
             std::memcpy(o, a, size_t(n) * sizeof(D));
             return;
           }
         }
         if (s[0] == 1 && s[1] == 1) {
-#pragma omp simd
-          for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(a[i]);
+          write_contiguous(o, n, stream, [&](int64_t i) { return convert<D>(a[i]); });
         } else {
           for (int64_t i = 0; i < n; ++i) o[i * s[0]] = convert<D>(a[i * s[1]]);
         }

@@ -20,12 +20,12 @@ void unary_loop(const ElementwisePlan& p, const UnaryParams& params) {
   using C = opmath_t<T>;
   using Out = std::conditional_t<Op::kind == OpKind::Predicate, bool, T>;
   const Op op = make_unary<Op>(params);
+  const bool stream = use_streaming_stores<Out>(p.numel);
   cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(d[0]);
     const T* a = reinterpret_cast<const T*>(d[1]);
     if (s[0] == 1 && s[1] == 1) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(op(C(a[i])));
+      write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]))); });
     } else {
       for (int64_t i = 0; i < n; ++i) o[i * s[0]] = Out(op(C(a[i * s[1]])));
     }
