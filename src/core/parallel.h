@@ -13,14 +13,20 @@ namespace ignis::detail {
 /// Elements below which an elementwise loop stays on one thread (PyTorch uses the same).
 inline constexpr int64_t kGrainSize = 16384;
 
+/// Number of threads parallel_for uses for n items of the given grain (1 inside a parallel
+/// region: nested regions run inline).
+inline int64_t num_threads_for(int64_t n, int64_t grain) {
+  const int64_t max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  return std::max<int64_t>(1, std::min<int64_t>(max_threads, (n + grain - 1) / std::max<int64_t>(grain, 1)));
+}
+
 /// f(begin, end) over disjoint chunks covering [begin, end). Chunks are contiguous and at
 /// least `grain` long, one per thread.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   const int64_t n = end - begin;
   if (n <= 0) return;
-  const int64_t max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int64_t nthreads = std::min<int64_t>(max_threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
+  const int64_t nthreads = num_threads_for(n, grain);
   if (nthreads <= 1) {
     f(begin, end);
     return;

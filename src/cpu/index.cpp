@@ -23,49 +23,6 @@ using detail::make_view;
 using kernels::convert;
 using kernels::opmath_t;
 
-/// Calls body(ptrs, inner_strides, count) for the runs of plan positions [begin, end), in
-/// row-major order, on the calling thread (cpu_for_each's walk without its thread split).
-template <class Body>
-void walk_range(const ElementwisePlan& p, int64_t begin, int64_t end, const Body& body) {
-  if (begin >= end) return;
-  const int nops = p.noperands;
-  int64_t item[kMaxOperands];
-  for (int i = 0; i < nops; ++i) item[i] = itemsize(p.dtypes[i]);
-  if (p.ndim <= 1) {
-    int64_t st[kMaxOperands] = {};
-    char* ptrs[kMaxOperands] = {};
-    for (int i = 0; i < nops; ++i) {
-      st[i] = p.ndim == 1 ? p.strides[i][0] : 0;
-      ptrs[i] = p.data[i] + begin * st[i] * item[i];
-    }
-    body(ptrs, st, end - begin);
-    return;
-  }
-  const int inner_dim = p.ndim - 1;
-  int64_t st[kMaxOperands], idx[kMaxPlanDims];
-  for (int i = 0; i < nops; ++i) st[i] = p.strides[i][inner_dim];
-  int64_t rem = begin;
-  for (int d = p.ndim - 1; d >= 0; --d) idx[d] = rem % p.sizes[d], rem /= p.sizes[d];
-  char* ptrs[kMaxOperands] = {};
-  for (int64_t pos = begin; pos < end;) {
-    const int64_t n = std::min(p.sizes[inner_dim] - idx[inner_dim], end - pos);
-    for (int i = 0; i < nops; ++i) {
-      int64_t off = 0;
-      for (int d = 0; d < p.ndim; ++d) off += idx[d] * p.strides[i][d];
-      ptrs[i] = p.data[i] + off * item[i];
-    }
-    body(ptrs, st, n);
-    pos += n;
-    idx[inner_dim] += n;
-    for (int d = inner_dim; d > 0 && idx[d] >= p.sizes[d]; --d) idx[d] = 0, ++idx[d - 1];
-  }
-}
-
-/// Number of threads parallel_for would use for n items of the given grain.
-int64_t threads_for(int64_t n, int64_t grain) {
-  const int64_t max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  return std::max<int64_t>(1, std::min<int64_t>(max_threads, (n + grain - 1) / grain));
-}
 
 /// visit for the two index dtypes.
 template <class F>
@@ -279,7 +236,7 @@ void scatter(const detail::ScatterArgs& a) {
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
   const ElementwisePlan p = make_plan({&mask, &x}, "masked_select");
   const int64_t numel = p.numel;
-  const int64_t nchunks = threads_for(numel, detail::kGrainSize);
+  const int64_t nchunks = detail::num_threads_for(numel, detail::kGrainSize);
   const int64_t chunk = numel > 0 ? (numel + nchunks - 1) / nchunks : 0;
   std::vector<int64_t> start(size_t(nchunks) + 1, 0);
   // Pass 1: count the selected elements of each chunk; pass 2: copy them to their offsets.

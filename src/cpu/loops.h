@@ -22,49 +22,54 @@ using detail::ElementwisePlan;
 using detail::kMaxOperands;
 using detail::kMaxPlanDims;
 
+/// Calls body(ptrs, inner_strides, count) for the runs of plan positions [begin, end), in
+/// row-major order, on the calling thread.
 template <class Body>
-void cpu_for_each(const ElementwisePlan& p, const Body& body, int64_t grain = detail::kGrainSize) {
+void walk_range(const ElementwisePlan& p, int64_t begin, int64_t end, const Body& body) {
+  if (begin >= end) return;
   const int nops = p.noperands;
   int64_t item[kMaxOperands];
   for (int i = 0; i < nops; ++i) item[i] = itemsize(p.dtypes[i]);
+  char* ptrs[kMaxOperands] = {};
+  int64_t st[kMaxOperands] = {};
   if (p.ndim <= 1) {
-    int64_t st[kMaxOperands] = {};
-    for (int i = 0; i < nops; ++i) st[i] = p.ndim == 1 ? p.strides[i][0] : 0;
-    detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) {
-      char* ptrs[kMaxOperands] = {};
-      for (int i = 0; i < nops; ++i) ptrs[i] = p.data[i] + b * st[i] * item[i];
-      body(ptrs, st, e - b);
-    });
+    for (int i = 0; i < nops; ++i) {
+      st[i] = p.ndim == 1 ? p.strides[i][0] : 0;
+      ptrs[i] = p.data[i] + begin * st[i] * item[i];
+    }
+    body(ptrs, st, end - begin);
     return;
   }
   const int inner_dim = p.ndim - 1;
   const int64_t inner = p.sizes[inner_dim];
-  int64_t st[kMaxOperands];
   for (int i = 0; i < nops; ++i) st[i] = p.strides[i][inner_dim];
-  detail::parallel_for(0, p.numel, grain, [&](int64_t begin, int64_t end) {
-    int64_t idx[kMaxPlanDims];
-    int64_t rem = begin;
-    for (int d = p.ndim - 1; d >= 0; --d) {
-      idx[d] = rem % p.sizes[d];
-      rem /= p.sizes[d];
+  int64_t idx[kMaxPlanDims];
+  int64_t rem = begin;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    idx[d] = rem % p.sizes[d];
+    rem /= p.sizes[d];
+  }
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t n = std::min(inner - idx[inner_dim], end - pos);
+    for (int i = 0; i < nops; ++i) {
+      int64_t off = 0;
+      for (int d = 0; d < p.ndim; ++d) off += idx[d] * p.strides[i][d];
+      ptrs[i] = p.data[i] + off * item[i];
     }
-    char* ptrs[kMaxOperands] = {};
-    for (int64_t pos = begin; pos < end;) {
-      const int64_t n = std::min(inner - idx[inner_dim], end - pos);
-      for (int i = 0; i < nops; ++i) {
-        int64_t off = 0;
-        for (int d = 0; d < p.ndim; ++d) off += idx[d] * p.strides[i][d];
-        ptrs[i] = p.data[i] + off * item[i];
-      }
-      body(ptrs, st, n);
-      pos += n;
-      idx[inner_dim] += n;
-      for (int d = inner_dim; d > 0 && idx[d] >= p.sizes[d]; --d) {
-        idx[d] = 0;
-        ++idx[d - 1];
-      }
+    body(ptrs, st, n);
+    pos += n;
+    idx[inner_dim] += n;
+    for (int d = inner_dim; d > 0 && idx[d] >= p.sizes[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
     }
-  });
+  }
+}
+
+/// walk_range over the whole plan, split across threads in chunks of at least `grain`.
+template <class Body>
+void cpu_for_each(const ElementwisePlan& p, const Body& body, int64_t grain = detail::kGrainSize) {
+  detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) { walk_range(p, b, e, body); });
 }
 
 }  // namespace ignis::cpu
