@@ -1,6 +1,7 @@
 // The one header users include.
 #pragma once
 
+#include "ignis/autograd.h"
 #include "ignis/cuda.h"
 #include "ignis/device.h"
 #include "ignis/dtype.h"

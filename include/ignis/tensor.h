@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -192,6 +193,35 @@ class Tensor {
   // ---- linear algebra ------------------------------------------------------------------
   Tensor matmul(const Tensor& o) const;
   Tensor mm(const Tensor& o) const;
+
+  // ---- autograd (see ignis/autograd.h) ----------------------------------------------------
+  bool requires_grad() const;
+  /// Marks a leaf tensor as one whose gradient backward() accumulates into grad().
+  /// Throws ValueError for non-floating dtypes and for non-leaf tensors asked to stop.
+  Tensor& requires_grad_(bool on = true);
+  /// The gradient accumulated by backward() (undefined until then).
+  const Tensor& grad() const;
+  /// The gradient slot itself, for optimizers and for zeroing or replacing it.
+  Tensor& mutable_grad();
+  /// True for tensors created by the user (not by a differentiable op on tensors that
+  /// require grad).
+  bool is_leaf() const;
+  /// Computes the gradient of this tensor with respect to every leaf that requires grad and
+  /// accumulates it into their grad(). `gradient` defaults to 1 for a one-element tensor
+  /// and is required otherwise. The graph is freed unless retain_graph; create_graph records
+  /// the backward pass itself so it can be differentiated again.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                bool create_graph = false) const;
+  /// A tensor sharing this one's data but cut from the graph (requires_grad false).
+  Tensor detach() const;
+  /// Keeps the gradient of a non-leaf tensor in grad() after backward().
+  void retain_grad();
+  /// Calls hook(grad) when this tensor's gradient is computed; a defined result replaces the
+  /// gradient. Returns a handle for remove_hook.
+  int64_t register_hook(std::function<Tensor(const Tensor&)> hook);
+  void remove_hook(int64_t handle);
+  /// How many times the data was modified in place (shared by all views of the storage).
+  uint64_t version() const;
 
   // ---- random fill (in place, from the default or given generator) ------------------------
   Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr);

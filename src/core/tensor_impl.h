@@ -2,6 +2,7 @@
 // storage + offset, sizes, strides, dtype (device comes from the storage).
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "core/allocator.h"
@@ -17,6 +18,8 @@ struct StorageImpl {
   Device device;
   Allocator* allocator = nullptr;      // owner of data, or
   void (*user_deleter)(void*) = nullptr;  // from_blob's deleter (may be null: not owned)
+  /// Bumped by every in-place write through any view (Note [Version counter]).
+  std::atomic<uint64_t> version{0};
 
   StorageImpl(void* d, size_t n, Device dev, Allocator* a) : data(d), nbytes(n), device(dev), allocator(a) {}
   StorageImpl(const StorageImpl&) = delete;
@@ -29,6 +32,8 @@ struct StorageImpl {
   static std::shared_ptr<StorageImpl> make(size_t nbytes, Device device);
 };
 
+struct AutogradMeta;  // src/autograd/meta.h
+
 struct TensorImpl {
   std::shared_ptr<StorageImpl> storage;
   int64_t offset = 0;  // in elements
@@ -36,6 +41,8 @@ struct TensorImpl {
   Shape strides;  // in elements; Note [Broadcast strides are zero]
   int64_t numel = 0;
   DType dtype = kFloat32;
+  /// Null for tensors that never took part in autograd.
+  std::shared_ptr<AutogradMeta> autograd;
 
   Device device() const { return storage->device; }
   char* data() const { return static_cast<char*>(storage->data) + offset * itemsize(dtype); }
@@ -46,6 +53,12 @@ Tensor make_tensor(const Shape& sizes, DType dtype, Device device);
 /// A view of t's storage with other sizes/strides/offset (and optionally another dtype of
 /// the same item size).
 Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
+
+// Note [Version counter]
+// Every in-place write (copy_, fill_, the `_` ops, scatter_ …) goes through
+// check_writable_layout (src/ops/write_checks.h), which bumps the storage's version. Autograd
+// saves a tensor's version with the tensor; if backward finds it changed, the saved value
+// was overwritten and backward throws instead of computing a wrong gradient.
 
 // Note [Broadcast strides are zero]
 // A dimension that is broadcast (expand, or an operand of size 1 in an elementwise op) has
