@@ -1,19 +1,272 @@
-// STUB: the backward engine arrives next.
+// The backward engine: from the roots' gradient edges, count how many gradients each node
+// waits for, then run nodes as their inputs complete (latest-created first), summing
+// gradients per input slot, and accumulate into leaves (or capture for autograd::grad).
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/record.h"
 #include "core/error.h"
-#include "ignis/autograd.h"
+#include "ignis/ops.h"
+
+namespace ignis::detail {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+
+/// Where autograd::grad wants a gradient: input slot `slot` of `node`, or a leaf.
+struct Capture {
+  Node* node;
+  uint32_t slot;
+  size_t index;
+};
+
+struct GraphTask {
+  bool keep_graph = false;
+  bool create_graph = false;
+  bool accumulate = true;  // false for autograd::grad: no .grad() is touched
+  std::vector<Capture> captures;
+  std::vector<Tensor> captured;
+};
+
+void add_into(Tensor& slot, const Tensor& g) {
+  if (!g.defined()) return;
+  slot = slot.defined() ? add(slot, g) : g;
+}
+
+Tensor run_pre_hooks(Node& node, uint32_t slot, Tensor grad) {
+  if (!grad.defined()) return grad;
+  if (slot < node.pre_hooks.size())
+    for (auto& [id, hook] : node.pre_hooks[slot]) {
+      Tensor r = hook(grad);
+      if (r.defined()) grad = r;
+    }
+  if (slot < node.retained.size())
+    for (auto& weak : node.retained[slot])
+      if (auto meta = weak.lock()) meta->grad = meta->grad.defined() ? add(meta->grad, grad) : grad.detach();
+  return grad;
+}
+
+void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
+  // Dependencies: how many edges point at each node reachable from the roots.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots)
+    if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.valid()) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps queued nodes alive
+  auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)> ready(cmp);
+  auto buffer_of = [&](const std::shared_ptr<Node>& fn) -> std::vector<Tensor>& {
+    auto& b = buffers[fn.get()];
+    if (b.empty()) b.resize(fn->num_outputs);
+    alive.emplace(fn.get(), fn);
+    return b;
+  };
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) continue;
+    add_into(buffer_of(roots[i].fn)[roots[i].input_nr], root_grads[i]);
+  }
+  for (const Edge& e : roots)
+    if (e.valid() && deps[e.fn.get()] == 0) {
+      deps[e.fn.get()] = -1;  // queued once
+      ready.push(e.fn.get());
+    }
+
+  GradModeScope mode(task.create_graph);
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    std::shared_ptr<Node> keep = alive[node];
+    std::vector<Tensor> grads = std::move(buffers[node]);
+    buffers.erase(node);
+    grads.resize(node->num_outputs);
+    for (uint32_t i = 0; i < node->num_outputs; ++i) grads[i] = run_pre_hooks(*node, i, grads[i]);
+    for (const Capture& c : task.captures)
+      if (c.node == node) task.captured[c.index] = grads[c.slot];
+    const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    std::vector<Tensor> in_grads;
+    if (!is_leaf_node || task.accumulate) in_grads = node->apply(std::move(grads));
+    if (!task.keep_graph) node->release();
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.valid()) continue;
+      if (i < in_grads.size()) add_into(buffer_of(e.fn)[e.input_nr], in_grads[i]);
+      else buffer_of(e.fn);
+      if (--deps[e.fn.get()] == 0) {
+        deps[e.fn.get()] = -1;
+        ready.push(e.fn.get());
+      }
+    }
+  }
+}
+
+std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs,
+                                   const std::vector<Tensor>& grad_outputs, const char* op) {
+  IGNIS_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError,
+              "[{}] got {} gradients for {} outputs", op, grad_outputs.size(), outputs.size());
+  std::vector<Tensor> grads(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    IGNIS_CHECK(out.requires_grad(), ValueError,
+                "[{}] output {} does not require grad and has no grad_fn", op, i);
+    if (!grad_outputs.empty() && grad_outputs[i].defined()) {
+      IGNIS_CHECK(grad_outputs[i].sizes() == out.sizes(), ShapeError,
+                  "[{}] gradient of shape {} given for an output of shape {}", op,
+                  shape_str(grad_outputs[i].sizes()), shape_str(out.sizes()));
+      grads[i] = grad_outputs[i].to(out.device(), out.dtype());
+    } else {
+      IGNIS_CHECK(out.numel() == 1, ValueError,
+                  "[{}] a gradient can be created implicitly only for one-element outputs; "
+                  "pass the gradient for this output of shape {}",
+                  op, shape_str(out.sizes()));
+      grads[i] = ones_like(out);
+    }
+  }
+  return grads;
+}
+}  // namespace
+
+Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = autograd_meta_if(t);
+  if (!m) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  if (!m->requires_grad) return {};
+  auto acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = std::move(grads[0]);
+  if (!g.defined()) return {};
+  AutogradMeta& m = autograd_meta(leaf);
+  for (auto& [id, hook] : m.hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = r;
+  }
+  if (g.dtype() != leaf.dtype() || g.device() != leaf.device()) g = g.to(leaf.device(), leaf.dtype());
+  if (!m.grad.defined()) {
+    // Keep the incoming tensor when nothing else holds its storage; else own a copy.
+    const bool unique = g.impl()->storage.use_count() == 1 && g.is_contiguous();
+    m.grad = is_grad_enabled() ? (unique ? g : g.clone()) : (unique ? g.detach() : g.detach().clone());
+  } else if (is_grad_enabled()) {
+    m.grad = add(m.grad, g);
+  } else {
+    m.grad.add_(g);
+  }
+  for (auto& hook : m.post_accumulate_hooks) hook(leaf);
+  return {};
+}
+
+std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
+  IGNIS_CHECK(!released, ValueError,
+              "[backward] trying to run backward through the graph of {} a second time (its "
+              "saved tensors were freed); pass retain_graph = true to the first backward",
+              op);
+  for (uint32_t i = 0; i < num_outputs; ++i)
+    if (!grads[i].defined())
+      grads[i] = zeros(output_shapes[i], TensorOptions(output_dtypes[i], output_devices[i]));
+  std::vector<Tensor> unpacked;
+  unpacked.reserve(saved.size());
+  for (const SavedTensor& s : saved) {
+    if (!s.data.defined()) {
+      unpacked.emplace_back();
+      continue;
+    }
+    IGNIS_CHECK(s.data.version() == s.version, ValueError,
+                "[backward] a tensor saved by {} for its gradient was modified by an in-place "
+                "operation (version {} when saved, {} now); clone() it before modifying it",
+                op, s.version, s.data.version());
+    Tensor t = make_view(s.data, s.data.sizes(), s.data.strides(), s.data.storage_offset());
+    if (s.is_output && s.requires_grad) {
+      AutogradMeta& m = autograd_meta(t);
+      m.grad_fn = shared_from_this();
+      m.output_nr = s.output_nr;
+    } else if (!s.is_output) {
+      t = s.data;
+    }
+    unpacked.push_back(std::move(t));
+  }
+  std::vector<Tensor> in_grads = backward(grads, unpacked);
+  IGNIS_CHECK(in_grads.size() == next_edges.size(), ValueError,
+              "[backward of {}] internal: {} gradients for {} inputs", op, in_grads.size(),
+              next_edges.size());
+  // Broadcast inputs get the sum over their broadcast dims; promoted inputs their own dtype.
+  for (size_t i = 0; i < in_grads.size(); ++i) {
+    Tensor& g = in_grads[i];
+    if (!g.defined() || !next_edges[i].valid()) continue;
+    if (g.sizes() != input_shapes[i]) g = sum_to(g, input_shapes[i]);
+    if (g.dtype() != input_dtypes[i]) g = g.to(input_dtypes[i]);
+  }
+  return in_grads;
+}
+
+void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                  bool keep_graph, bool create_graph) {
+  GraphTask task;
+  task.keep_graph = keep_graph || create_graph;
+  task.create_graph = create_graph;
+  std::vector<Tensor> grads = root_gradients(outputs, grad_outputs, "backward");
+  std::vector<Edge> roots;
+  for (const Tensor& o : outputs) roots.push_back(gradient_edge(o));
+  execute(task, roots, grads);
+}
+
+}  // namespace ignis::detail
 
 namespace ignis {
-void Tensor::backward(const Tensor&, bool, bool) const {
-  throw NotImplementedError("[backward] not implemented yet");
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  detail::run_backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
+                       retain_graph, create_graph);
 }
+
 namespace autograd {
-std::vector<Tensor> grad(const std::vector<Tensor>&, const std::vector<Tensor>&,
-                         const std::vector<Tensor>&, bool, bool, bool) {
-  throw NotImplementedError("[autograd::grad] not implemented yet");
-}
-std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>&,
-                      const std::vector<Tensor>&, GradcheckOptions) {
-  throw NotImplementedError("[gradcheck] not implemented yet");
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                         bool create_graph, bool allow_unused) {
+  using namespace detail;
+  GraphTask task;
+  task.keep_graph = retain_graph || create_graph;
+  task.create_graph = create_graph;
+  task.accumulate = false;
+  task.captured.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    IGNIS_CHECK(inputs[i].requires_grad(), ValueError,
+                "[autograd::grad] input {} does not require grad", i);
+    Edge e = gradient_edge(inputs[i]);
+    task.captures.push_back({e.fn.get(), e.input_nr, i});
+  }
+  // Keep the inputs' accumulators alive for the run (they are weakly held by the leaves).
+  std::vector<Edge> keep;
+  for (const Tensor& t : inputs) keep.push_back(gradient_edge(t));
+  std::vector<Tensor> grads = root_gradients(outputs, grad_outputs, "autograd::grad");
+  std::vector<Edge> roots;
+  for (const Tensor& o : outputs) roots.push_back(gradient_edge(o));
+  execute(task, roots, grads);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    IGNIS_CHECK(allow_unused || task.captured[i].defined(), ValueError,
+                "[autograd::grad] input {} was not used to compute the outputs; pass "
+                "allow_unused = true to get an undefined gradient for it",
+                i);
+  return task.captured;
 }
 }  // namespace autograd
 }  // namespace ignis

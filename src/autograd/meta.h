@@ -27,6 +27,7 @@ struct AutogradMeta {
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   bool retains_grad = false;
+  bool is_differentiable_view = false;  // made by a recorded view op (see record.h)
   int64_t next_hook_id = 0;
   std::vector<std::pair<int64_t, std::function<Tensor(const Tensor&)>>> hooks;
   std::vector<std::function<void(Tensor&)>> post_accumulate_hooks;

@@ -1,6 +1,7 @@
 // Tensor's autograd accessors: requires_grad, grad, is_leaf, detach, retain_grad, hooks,
 // version. The graph and backward live in engine.cpp.
 #include "autograd/meta.h"
+#include "autograd/node.h"
 #include "core/error.h"
 #include "ignis/autograd.h"
 
@@ -58,20 +59,36 @@ Tensor Tensor::detach() const {
 void Tensor::retain_grad() {
   IGNIS_CHECK(requires_grad(), ValueError,
               "[retain_grad] called on a tensor that does not require grad");
-  if (!is_leaf()) autograd_meta(*this).retains_grad = true;
+  if (is_leaf()) return;
+  auto& m = autograd_meta(*this);
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  auto& node = *m.grad_fn;
+  if (node.retained.size() <= m.output_nr) node.retained.resize(m.output_nr + 1);
+  node.retained[m.output_nr].push_back(impl()->autograd);
 }
 
 int64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   IGNIS_CHECK(requires_grad(), ValueError,
               "[register_hook] cannot register a hook on a tensor that does not require grad");
   auto& m = autograd_meta(*this);
-  m.hooks.emplace_back(m.next_hook_id, std::move(hook));
-  return m.next_hook_id++;
+  const int64_t id = m.next_hook_id++;
+  if (m.grad_fn) {  // non-leaf: runs on the gradient flowing into its node
+    auto& node = *m.grad_fn;
+    if (node.pre_hooks.size() <= m.output_nr) node.pre_hooks.resize(m.output_nr + 1);
+    node.pre_hooks[m.output_nr].emplace_back(id, std::move(hook));
+  } else {
+    m.hooks.emplace_back(id, std::move(hook));
+  }
+  return id;
 }
 
 void Tensor::remove_hook(int64_t handle) {
-  if (auto* m = autograd_meta_if(*this))
-    std::erase_if(m->hooks, [&](const auto& h) { return h.first == handle; });
+  auto* m = autograd_meta_if(*this);
+  if (!m) return;
+  auto drop = [&](auto& list) { std::erase_if(list, [&](const auto& h) { return h.first == handle; }); };
+  drop(m->hooks);
+  if (m->grad_fn && m->output_nr < m->grad_fn->pre_hooks.size()) drop(m->grad_fn->pre_hooks[m->output_nr]);
 }
 
 uint64_t Tensor::version() const { return impl()->storage->version.load(std::memory_order_relaxed); }

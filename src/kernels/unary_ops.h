@@ -15,7 +15,7 @@ namespace ignis::kernels {
 enum class UnaryOp : uint8_t {
   neg, abs, sign, relu, clamp,                                          // Numeric
   exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tanh, sigmoid,         // Floating
-  gelu, gelu_tanh, silu, softplus, reciprocal,
+  gelu, gelu_tanh, silu, softplus, reciprocal, gelu_grad, gelu_tanh_grad,
   isnan, isinf, isfinite, logical_not,                                  // Predicate
   count
 };
@@ -147,6 +147,24 @@ struct Reciprocal {
   IGNIS_UNARY_HEADER(reciprocal, Floating)
   template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return T(1) / x; }
 };
+/// d/dx of exact GELU: Phi(x) + x phi(x) (used by gelu's backward).
+struct GeluGrad {
+  IGNIS_UNARY_HEADER(gelu_grad, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return cdf + x * pdf;
+  }
+};
+/// d/dx of the tanh approximation of GELU.
+struct GeluTanhGrad {
+  IGNIS_UNARY_HEADER(gelu_tanh_grad, Floating)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+    const T k = T(0.79788456080286535588), c = T(0.044715);
+    const T t = std::tanh(k * (x + c * x * x * x));
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
+  }
+};
 struct IsNan {
   IGNIS_UNARY_HEADER(isnan, Predicate)
   template <class T> IGNIS_HOST_DEVICE bool operator()(T x) const { return is_nan(x); }
@@ -173,7 +191,7 @@ struct LogicalNot {
 
 using UnaryFunctors =
     TypeList<Neg, Abs, Sign, Relu, Clamp, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tanh,
-             Sigmoid, Gelu, GeluTanh, Silu, Softplus, Reciprocal, IsNan, IsInf, IsFinite,
+             Sigmoid, Gelu, GeluTanh, Silu, Softplus, Reciprocal, GeluGrad, GeluTanhGrad, IsNan, IsInf, IsFinite,
              LogicalNot>;
 
 /// Builds a functor, handing it the parameters when it takes any.

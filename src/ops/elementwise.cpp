@@ -1,10 +1,12 @@
 // Elementwise ops: type promotion, broadcasting and the front end of every unary, binary and
 // ternary function in ops.h. The math lives in src/kernels/{unary,binary}_ops.h; this file
 // only decides dtypes and shapes and calls one kernel per op.
+#include "autograd/record.h"
 #include "core/dispatch.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
 #include "ops/write_checks.h"
 
 namespace ignis {
@@ -77,6 +79,10 @@ Tensor on_device(const Tensor& t, Device device, const char* op) {
 Tensor unary_op(const Tensor& x, UnaryOp op, OpKind kind, const char* name,
                 const UnaryParams& params, Tensor* out) {
   IGNIS_CHECK(x.defined(), ValueError, "[{}] undefined tensor", name);
+  if (out && needs_grad({out, &x}))
+    return inplace_with_autograd(*out, name, [&](const Tensor& before) {
+      return unary_op(before, op, kind, name, params, nullptr);
+    });
   DType compute = x.dtype();
   DType result = compute;
   if (kind == OpKind::Floating) {
@@ -98,19 +104,25 @@ Tensor unary_op(const Tensor& x, UnaryOp op, OpKind kind, const char* name,
   } else {
     dst = make_tensor(x.sizes(), result, x.device());
   }
-  if (dst.numel() == 0) return dst;
   if (out && partially_overlaps(dst, in)) in = in.clone();
   ensure_kernels_registered();
   UnaryKernelFn k = unary_kernels[int(x.device().type)][int(op)];
   IGNIS_CHECK(k != nullptr, NotImplementedError, "[{}] not implemented for {}", name,
               device_type_name(x.device().type));
-  k(make_plan({&dst, &in}, name), compute, params);
+  if (dst.numel() > 0) k(make_plan({&dst, &in}, name), compute, params);
+  if (!out && needs_grad({&in})) record_unary(op, name, in, dst, params);
   return dst;
 }
 
 Tensor binary_op(const ElementwiseOperand& a_op, const ElementwiseOperand& b_op, BinaryOp op,
                  kernels::BinaryKind kind, const char* name, const BinaryParams& params,
                  Tensor* out) {
+  if (out && needs_grad({out, a_op.tensor, b_op.tensor}))
+    return inplace_with_autograd(*out, name, [&](const Tensor& before) {
+      const ElementwiseOperand& other = a_op.tensor == out ? b_op : a_op;
+      return a_op.tensor == out ? binary_op(before, other, op, kind, name, params, nullptr)
+                                : binary_op(other, before, op, kind, name, params, nullptr);
+    });
   const Tensor* anchor = a_op.tensor ? a_op.tensor : b_op.tensor;
   IGNIS_CHECK(anchor && anchor->defined() && (!a_op.tensor || a_op.tensor->defined()) &&
                   (!b_op.tensor || b_op.tensor->defined()),
@@ -152,13 +164,15 @@ Tensor binary_op(const ElementwiseOperand& a_op, const ElementwiseOperand& b_op,
   } else {
     dst = make_tensor(shape, result, device);
   }
-  if (dst.numel() == 0) return dst;
-  Tensor ae = a.expand(shape), be = b.expand(shape);
   ensure_kernels_registered();
   BinaryKernelFn k = binary_kernels[int(device.type)][int(op)];
   IGNIS_CHECK(k != nullptr, NotImplementedError, "[{}] not implemented for {}", name,
               device_type_name(device.type));
-  k(make_plan({&dst, &ae, &be}, name), compute, params);
+  if (dst.numel() > 0) {
+    Tensor ae = a.expand(shape), be = b.expand(shape);
+    k(make_plan({&dst, &ae, &be}, name), compute, params);
+  }
+  if (!out && needs_grad({&a, &b})) record_binary(op, name, a, b, dst, params.alpha);
   return dst;
 }
 
@@ -418,6 +432,7 @@ Tensor where_impl(const Tensor& cond, const Op& a_op, const Op& b_op) {
   if (out.numel() == 0) return out;
   Tensor ce = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
   where_kernel.get(device)(make_plan({&out, &ce, &ae, &be}, "where"));
+  if (needs_grad({&a, &b})) record_where(cond, a, b, out);
   return out;
 }
 }  // namespace

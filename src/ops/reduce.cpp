@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/tensor_impl.h"
+#include "autograd/record.h"
 #include "ignis/ops.h"
 #include "ops/reduce_kernels.h"
 
@@ -211,6 +212,16 @@ Tensor all_any(const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op, co
 
 }  // namespace
 
+/// The gradient of a reduction over `mask` broadcast back to the input's shape (the reduced
+/// dims are re-inserted when keepdim was false).
+Tensor expand_reduced_grad(const Tensor& g, const Shape& in_sizes, uint64_t mask, bool keepdim) {
+  Tensor r = g;
+  if (!keepdim)
+    for (int64_t d = 0; d < int64_t(in_sizes.size()); ++d)
+      if (mask >> d & 1) r = r.unsqueeze(d);
+  return r.expand(in_sizes);
+}
+
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
   check_defined(x, "sum");
   const uint64_t mask = dims_mask(dims, x.dim(), "sum");
@@ -219,15 +230,27 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim, std::optional<DType
   // The kernel reads integers into an int64 sum, and floats into a sum of their own dtype;
   // any other requested dtype converts the input first (as torch.sum(x, dtype=...) does).
   const bool direct = out_dtype == x.dtype() || (integral && out_dtype == kInt64);
-  return reduce_values(direct ? x : x.to(out_dtype), mask, keepdim, ReduceOp::Sum, out_dtype,
-                       "sum");
+  Tensor in = direct ? x : x.to(out_dtype);
+  Tensor out = reduce_values(in, mask, keepdim, ReduceOp::Sum, out_dtype, "sum");
+  if (needs_grad({&in}))
+    record("sum", {out}, {in}, {}, [sizes = in.sizes(), mask, keepdim](const auto& g, const auto&) {
+      return std::vector<Tensor>{expand_reduced_grad(g[0], sizes, mask, keepdim)};
+    });
+  return out;
 }
 
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
   check_defined(x, "mean");
   const uint64_t mask = dims_mask(dims, x.dim(), "mean");
   check_floating(x, "mean");
-  return reduce_values(x, mask, keepdim, ReduceOp::Mean, x.dtype(), "mean");
+  Tensor out = reduce_values(x, mask, keepdim, ReduceOp::Mean, x.dtype(), "mean");
+  if (needs_grad({&x})) {
+    const int64_t count = out.numel() ? x.numel() / out.numel() : 0;
+    record("mean", {out}, {x}, {}, [sizes = x.sizes(), mask, keepdim, count](const auto& g, const auto&) {
+      return std::vector<Tensor>{expand_reduced_grad(div(g[0], double(count)), sizes, mask, keepdim)};
+    });
+  }
+  return out;
 }
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -72,6 +73,35 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
   return out;
 }
 
+/// Records a view op for autograd: `back` maps the view's gradient to the input's shape.
+/// Gradients of expanded dims are summed by the engine (sum_to), so expand needs no formula.
+Tensor recorded_view(const Tensor& self, Tensor v, const char* op,
+                     std::function<Tensor(const Tensor&)> back) {
+  if (detail::needs_grad({&self})) {
+    detail::record(op, {v}, {self}, {}, [back = std::move(back)](const auto& g, const auto&) {
+      return std::vector<Tensor>{back(g[0])};
+    });
+    detail::mark_differentiable_view(v);
+  }
+  return v;
+}
+
+/// Gradient of x.slice(dim, start, ..., step) for an input of shape `sizes`: g placed into
+/// zeros. With a graph being recorded (create_graph) it uses index_add, which is
+/// differentiable; otherwise it writes into a view of the zeros.
+Tensor slice_backward(const Tensor& g, const Shape& sizes, int64_t dim, int64_t start,
+                      int64_t step) {
+  Tensor out = zeros(sizes, TensorOptions(g.dtype(), g.device()));
+  const int64_t n = g.size(dim);
+  if (n == 0) return out;
+  if (is_grad_enabled() && g.requires_grad()) {
+    Tensor idx = arange(start, start + step * n, step, TensorOptions(kInt64, g.device()));
+    return index_add(out, dim, idx, g);
+  }
+  out.slice(dim, start, start + step * (n - 1) + 1, step).copy_(g);
+  return out;
+}
+
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -81,12 +111,15 @@ Tensor Tensor::view(const Shape& shape) const {
               "[view] cannot view a tensor of shape {} and strides {} as {}: the layout is not "
               "compatible; use reshape() (which copies) instead",
               shape_str(sizes()), shape_str(strides()), shape_str(s));
-  return make_view(*this, s, *st, storage_offset());
+  return recorded_view(*this, make_view(*this, s, *st, storage_offset()), "view",
+                       [in = sizes()](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   Shape s = infer_shape(shape, numel(), "reshape");
-  if (auto st = view_strides(sizes(), strides(), s)) return make_view(*this, s, *st, storage_offset());
+  if (auto st = view_strides(sizes(), strides(), s))
+    return recorded_view(*this, make_view(*this, s, *st, storage_offset()), "reshape",
+                         [in = sizes()](const Tensor& g) { return g.reshape(in); });
   return contiguous().view(s);
 }
 
@@ -104,18 +137,23 @@ Tensor Tensor::permute(const Shape& dims) const {
     ns[i] = sizes()[d];
     nst[i] = strides()[d];
   }
-  return make_view(*this, ns, nst, storage_offset());
+  Shape inverse(n);
+  for (int64_t i = 0; i < n; ++i) inverse[wrap_dim(dims[i], n, "permute")] = i;
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "permute",
+                       [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   const int64_t n = dim();
-  if (n == 0) return make_view(*this, {}, {}, storage_offset());
+  if (n == 0) return recorded_view(*this, make_view(*this, {}, {}, storage_offset()), "transpose",
+                                   [](const Tensor& g) { return g; });
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
   Shape ns = sizes(), nst = strides();
   std::swap(ns[d0], ns[d1]);
   std::swap(nst[d0], nst[d1]);
-  return make_view(*this, ns, nst, storage_offset());
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "transpose",
+                       [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::t() const {
@@ -134,7 +172,10 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
               start, length, d, n);
   Shape ns = sizes();
   ns[d] = length;
-  return make_view(*this, ns, strides(), storage_offset() + start * strides()[d]);
+  return recorded_view(*this, make_view(*this, ns, strides(), storage_offset() + start * strides()[d]),
+                       "narrow", [in = sizes(), d, start](const Tensor& g) {
+                         return slice_backward(g, in, d, start, 1);
+                       });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
@@ -152,7 +193,10 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   Shape ns = sizes(), nst = strides();
   ns[d] = (e - s + step - 1) / step;
   nst[d] = strides()[d] * step;
-  return make_view(*this, ns, nst, storage_offset() + s * strides()[d]);
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset() + s * strides()[d]),
+                       "slice", [in = sizes(), d, s, step](const Tensor& g) {
+                         return slice_backward(g, in, d, s, step);
+                       });
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -165,7 +209,10 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Shape ns = sizes(), nst = strides();
   ns.erase(ns.begin() + d);
   nst.erase(nst.begin() + d);
-  return make_view(*this, ns, nst, storage_offset() + index * strides()[d]);
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset() + index * strides()[d]),
+                       "select", [in = sizes(), d, index](const Tensor& g) {
+                         return slice_backward(g.unsqueeze(d), in, d, index, 1);
+                       });
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -196,24 +243,29 @@ Tensor Tensor::expand(const Shape& shape) const {
       nst[i] = 0;
     }
   }
-  return make_view(*this, ns, nst, storage_offset());
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "expand",
+                       [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::squeeze() const {
   Shape ns, nst;
   for (int64_t i = 0; i < dim(); ++i)
     if (sizes()[i] != 1) ns.push_back(sizes()[i]), nst.push_back(strides()[i]);
-  return make_view(*this, ns, nst, storage_offset());
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "squeeze",
+                       [in = sizes()](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  if (dim() == 0) return make_view(*this, {}, {}, storage_offset());
+  auto identity = [](const Tensor& g) { return g; };
+  if (dim() == 0) return recorded_view(*this, make_view(*this, {}, {}, storage_offset()), "squeeze", identity);
   d = wrap_dim(d, dim(), "squeeze");
-  if (sizes()[d] != 1) return make_view(*this, sizes(), strides(), storage_offset());
+  if (sizes()[d] != 1)
+    return recorded_view(*this, make_view(*this, sizes(), strides(), storage_offset()), "squeeze", identity);
   Shape ns = sizes(), nst = strides();
   ns.erase(ns.begin() + d);
   nst.erase(nst.begin() + d);
-  return make_view(*this, ns, nst, storage_offset());
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "squeeze",
+                       [in = sizes()](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -222,7 +274,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t st = d < dim() ? sizes()[d] * strides()[d] : 1;
   ns.insert(ns.begin() + d, 1);
   nst.insert(nst.begin() + d, st);
-  return make_view(*this, ns, nst, storage_offset());
+  return recorded_view(*this, make_view(*this, ns, nst, storage_offset()), "unsqueeze",
+                       [in = sizes()](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -255,6 +308,9 @@ Tensor Tensor::as_strided(const Shape& size, const Shape& stride,
               "[as_strided] size {} and stride {} differ in length", shape_str(size),
               shape_str(stride));
   detail::check_sizes(size, "as_strided");
+  IGNIS_CHECK(!detail::needs_grad({this}), NotImplementedError,
+              "[as_strided] does not support autograd yet; call it on a detach()ed tensor or "
+              "inside NoGradGuard");
   const int64_t off = offset.value_or(storage_offset());
   IGNIS_CHECK(off >= 0, ValueError, "[as_strided] negative storage offset {}", off);
   // The furthest element must lie inside the storage.

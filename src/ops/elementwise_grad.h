@@ -1,0 +1,16 @@
+// Autograd recording for the elementwise ops (formulas in elementwise_grad.cpp).
+#pragma once
+
+#include "ignis/tensor.h"
+#include "kernels/binary_ops.h"
+#include "kernels/unary_ops.h"
+
+namespace ignis::detail {
+/// Records the node of a unary op (no-op for non-differentiable ops).
+void record_unary(kernels::UnaryOp op, const char* name, const Tensor& x, const Tensor& out,
+                  const kernels::UnaryParams& params);
+/// Records the node of a binary op on the materialised (promoted, unexpanded) operands.
+void record_binary(kernels::BinaryOp op, const char* name, const Tensor& a, const Tensor& b,
+                   const Tensor& out, double alpha);
+void record_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
+}  // namespace ignis::detail
