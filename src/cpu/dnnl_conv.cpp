@@ -24,6 +24,7 @@
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "cpu/conv_fallback.h"
+#include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
@@ -230,9 +231,8 @@ void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tenso
       DNNL_ARG_WEIGHTS, w, p.groups, true);
 }
 
-void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Tensor& gw,
-                                   const Tensor& gb, const Conv2dParams& p) {
-  if (in.dtype() != kFloat32) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
+void backward_weight_dnnl(const Tensor& go, const Tensor& in, const Tensor& gw,
+                          const Tensor& gb, const Conv2dParams& p) {
   const auto e = lookup(key_of("bwd_weights", {&go, &in, &gw}, p, gb.defined()), [&] {
     const DnnlGeometry g = dnnl_geometry(in, gw, p);
     const memory::desc bias_md =
@@ -251,6 +251,19 @@ void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Ten
                                        {DNNL_ARG_DIFF_DST, mem(md_of(go), go)}};
   if (gb.defined()) args.emplace(DNNL_ARG_DIFF_BIAS, mem(md_of(gb), gb));
   run(*e, std::move(args), DNNL_ARG_DIFF_WEIGHTS, gw, p.groups, false);
+}
+
+/// oneDNN 2.6's weight gradient from NCHW activations runs its gemm path at a quarter of the
+/// speed of its NHWC kernels (51 vs 204 GFLOP/s for ResNet-18's 3x3 64-channel layer on
+/// AVX-512), so NCHW activations with enough channels are copied to NHWC first: the two
+/// copies cost far less than the difference.
+void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Tensor& gw,
+                                   const Tensor& gb, const Conv2dParams& p) {
+  if (in.dtype() != kFloat32) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
+  if (!detail::is_channels_last(in) && in.size(1) >= 16 && in.size(2) * in.size(3) > 1)
+    return backward_weight_dnnl(detail::to_layout(go, kFloat32, true),
+                                detail::to_layout(in, kFloat32, true), gw, gb, p);
+  backward_weight_dnnl(go, in, gw, gb, p);
 }
 
 }  // namespace

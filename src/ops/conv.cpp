@@ -37,7 +37,7 @@ void check_conv_common(const char* op, const Tensor& input, const Tensor& weight
   IGNIS_CHECK(groups > 0, ValueError, "[{}] groups must be positive, got {}", op, groups);
   if (bias.defined())
     IGNIS_CHECK(bias.dim() == 1 && bias.size(0) == bias_size, ShapeError,
-                "[{}] expected bias of shape ({}), got {}", op, bias_size, shape_str(bias.sizes()));
+                "[{}] expected bias of shape [{}], got {}", op, bias_size, shape_str(bias.sizes()));
 }
 
 /// Checks the convolution geometry and returns the output's spatial size.
