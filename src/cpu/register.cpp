@@ -9,6 +9,7 @@ void register_index_cpu();    // index.cpp
 void register_sort_cpu();     // sort.cpp
 void register_softmax_cpu();  // softmax.cpp
 void register_random_cpu();   // random.cpp
+void register_nn_cpu();       // norm.cpp: conv (oneDNN), pooling, normalisation
 }  // namespace ignis::cpu
 
 namespace ignis::detail {
@@ -22,5 +23,6 @@ void register_cpu_kernels() {
   cpu::register_sort_cpu();
   cpu::register_softmax_cpu();
   cpu::register_random_cpu();
+  cpu::register_nn_cpu();
 }
 }  // namespace ignis::detail

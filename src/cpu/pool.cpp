@@ -1,0 +1,231 @@
+// CPU kernels of 2-D pooling: max (with PyTorch's flat indices), avg and adaptive avg, forward
+// and backward, plus register_pool_cpu(). Own loops rather than oneDNN: PyTorch's int64
+// plane indices, dilation, divisor_override and non-uniform adaptive windows have no oneDNN
+// 2.6 equivalent, and pooling is a small share of a CNN's time.
+// Tensors are 4-D [N, C, H, W] in any layout; loops address them through their strides and
+// run in parallel over (n, c) planes, so every plane is read and written by one thread
+// (backward accumulations into overlapping windows therefore need no atomics).
+#include <cmath>
+#include <limits>
+
+#include "core/parallel.h"
+#include "ops/nn_kernels.h"
+
+namespace ignis::cpu {
+
+namespace {
+
+using detail::Pair2;
+using detail::Pool2dParams;
+
+/// One (n, c) plane of a 4-D tensor: element (h, w) at base[h * sh + w * sw].
+template <class T>
+struct Plane {
+  T* base;
+  int64_t sh, sw;
+  T& operator()(int64_t h, int64_t w) const { return base[h * sh + w * sw]; }
+};
+
+/// Calls f(plane index, in-plane, out-plane...) for every (n, c) in parallel.
+template <class T, class U, class F>
+void for_planes(const Tensor& a, const Tensor& b, const F& f) {
+  const int64_t n = a.size(0), c = a.size(1);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, a.size(2) * a.size(3)));
+  detail::parallel_for(0, n * c, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t pi = p0; pi < p1; ++pi) {
+      const int64_t i = pi / c, j = pi % c;
+      Plane<T> pa{static_cast<T*>(a.data_ptr()) + i * a.stride(0) + j * a.stride(1), a.stride(2),
+                  a.stride(3)};
+      Plane<U> pb{static_cast<U*>(b.data_ptr()) + i * b.stride(0) + j * b.stride(1), b.stride(2),
+                  b.stride(3)};
+      f(pa, pb);
+    }
+  });
+}
+
+template <class T>
+void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
+  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const Pair2 s = *p.stride;
+  const int64_t n = in.size(0), c = in.size(1);
+  detail::parallel_for(0, n * c, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t pi = p0; pi < p1; ++pi) {
+      const int64_t i = pi / c, j = pi % c;
+      const T* x = static_cast<const T*>(in.data_ptr()) + i * in.stride(0) + j * in.stride(1);
+      T* y = static_cast<T*>(out.data_ptr()) + i * out.stride(0) + j * out.stride(1);
+      int64_t* ix = static_cast<int64_t*>(idx.data_ptr()) + i * idx.stride(0) + j * idx.stride(1);
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        int64_t h0 = oh * s[0] - p.padding[0];
+        const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, H);
+        while (h0 < 0) h0 += p.dilation[0];
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          int64_t w0 = ow * s[1] - p.padding[1];
+          const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, W);
+          while (w0 < 0) w0 += p.dilation[1];
+          // The first valid tap is the default: a window of -inf keeps its index.
+          int64_t best = h0 * W + w0;
+          T m = -std::numeric_limits<T>::infinity();
+          for (int64_t h = h0; h < h1; h += p.dilation[0])
+            for (int64_t w = w0; w < w1; w += p.dilation[1]) {
+              const T v = x[h * in.stride(2) + w * in.stride(3)];
+              // Strictly greater: the first maximum wins ties; NaN wins (as PyTorch).
+              if (v > m || std::isnan(v)) m = v, best = h * W + w;
+            }
+          y[oh * out.stride(2) + ow * out.stride(3)] = m;
+          ix[oh * idx.stride(2) + ow * idx.stride(3)] = best;
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void max_backward(const Tensor& go, const Tensor& idx, const Tensor& gi) {
+  const int64_t W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
+  const int64_t n = gi.size(0), c = gi.size(1);
+  detail::parallel_for(0, n * c, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t pi = p0; pi < p1; ++pi) {
+      const int64_t i = pi / c, j = pi % c;
+      const T* g = static_cast<const T*>(go.data_ptr()) + i * go.stride(0) + j * go.stride(1);
+      const int64_t* ix =
+          static_cast<const int64_t*>(idx.data_ptr()) + i * idx.stride(0) + j * idx.stride(1);
+      T* d = static_cast<T*>(gi.data_ptr()) + i * gi.stride(0) + j * gi.stride(1);
+      for (int64_t h = 0; h < gi.size(2); ++h)
+        for (int64_t w = 0; w < W; ++w) d[h * gi.stride(2) + w * gi.stride(3)] = T(0);
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t k = ix[oh * idx.stride(2) + ow * idx.stride(3)];
+          d[(k / W) * gi.stride(2) + (k % W) * gi.stride(3)] += g[oh * go.stride(2) + ow * go.stride(3)];
+        }
+    }
+  });
+}
+
+/// PyTorch's avg-pool window for output (oh, ow): the clipped bounds and the divisor.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  double divisor;
+};
+AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
+  const Pair2 s = *p.stride;
+  int64_t h0 = oh * s[0] - p.padding[0], w0 = ow * s[1] - p.padding[1];
+  int64_t h1 = std::min(h0 + p.kernel[0], H + p.padding[0]);
+  int64_t w1 = std::min(w0 + p.kernel[1], W + p.padding[1]);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);  // counts padding, not past it
+  h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H), w1 = std::min(w1, W);
+  double div = p.divisor_override        ? double(*p.divisor_override)
+               : p.count_include_pad     ? double(padded_size)
+                                         : double((h1 - h0) * (w1 - w0));
+  return {h0, h1, w0, w1, div};
+}
+
+template <class T>
+void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  const int64_t H = in.size(2), W = in.size(3);
+  for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
+    for (int64_t oh = 0; oh < out.size(2); ++oh)
+      for (int64_t ow = 0; ow < out.size(3); ++ow) {
+        const AvgWindow a = avg_window(oh, ow, H, W, p);
+        double sum = 0;
+        for (int64_t h = a.h0; h < a.h1; ++h)
+          for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
+        // A window entirely in the padding (possible with ceil_mode) averages nothing.
+        y(oh, ow) = a.h0 < a.h1 && a.w0 < a.w1 ? T(sum / a.divisor) : T(0);
+      }
+  });
+}
+
+template <class T>
+void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+  const int64_t H = gi.size(2), W = gi.size(3);
+  for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) d(h, w) = T(0);
+    for (int64_t oh = 0; oh < go.size(2); ++oh)
+      for (int64_t ow = 0; ow < go.size(3); ++ow) {
+        const AvgWindow a = avg_window(oh, ow, H, W, p);
+        const T v = T(double(g(oh, ow)) / a.divisor);
+        for (int64_t h = a.h0; h < a.h1; ++h)
+          for (int64_t w = a.w0; w < a.w1; ++w) d(h, w) += v;
+      }
+  });
+}
+
+/// PyTorch's adaptive window [start, end) of output cell o of `out` cells over `in`.
+int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
+int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
+
+template <class T>
+void adaptive_forward(const Tensor& in, const Tensor& out) {
+  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+        double sum = 0;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) sum += double(x(h, w));
+        y(oh, ow) = T(sum / double((h1 - h0) * (w1 - w0)));
+      }
+    }
+  });
+}
+
+template <class T>
+void adaptive_backward(const Tensor& go, const Tensor& gi) {
+  const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
+  for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) d(h, w) = T(0);
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+        const T v = T(double(g(oh, ow)) / double((h1 - h0) * (w1 - w0)));
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) d(h, w) += v;
+      }
+    }
+  });
+}
+
+/// Calls f.template operator()<T>() for float or double.
+template <class F>
+void by_dtype(DType t, const F& f) {
+  if (t == kFloat64)
+    f.template operator()<double>();
+  else
+    f.template operator()<float>();
+}
+
+}  // namespace
+
+void register_pool_cpu() {
+  using namespace detail;
+  max_pool2d_forward_kernel.set(
+      DeviceType::CPU, [](const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
+        by_dtype(in.dtype(), [&]<class T>() { max_forward<T>(in, out, idx, p); });
+      });
+  max_pool2d_backward_kernel.set(
+      DeviceType::CPU, [](const Tensor& go, const Tensor& idx, const Tensor& gi) {
+        by_dtype(go.dtype(), [&]<class T>() { max_backward<T>(go, idx, gi); });
+      });
+  avg_pool2d_forward_kernel.set(
+      DeviceType::CPU, [](const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+        by_dtype(in.dtype(), [&]<class T>() { avg_forward<T>(in, out, p); });
+      });
+  avg_pool2d_backward_kernel.set(
+      DeviceType::CPU, [](const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+        by_dtype(go.dtype(), [&]<class T>() { avg_backward<T>(go, gi, p); });
+      });
+  adaptive_avg_pool2d_forward_kernel.set(DeviceType::CPU, [](const Tensor& in, const Tensor& out) {
+    by_dtype(in.dtype(), [&]<class T>() { adaptive_forward<T>(in, out); });
+  });
+  adaptive_avg_pool2d_backward_kernel.set(DeviceType::CPU, [](const Tensor& go, const Tensor& gi) {
+    by_dtype(go.dtype(), [&]<class T>() { adaptive_backward<T>(go, gi); });
+  });
+}
+
+}  // namespace ignis::cpu

@@ -1,0 +1,90 @@
+// Kernel slots of the convolutional-network family (src/ops/nn_ops.h). The front ends have
+// checked every argument, allocated the outputs (in the input's layout: NCHW-contiguous or
+// channels-last for 4-D tensors, contiguous otherwise) and converted half/bfloat16 to float32;
+// kernels see float32 or float64 only. Gradient outputs of *_backward kernels are freshly
+// allocated and uninitialised unless said otherwise.
+#pragma once
+
+#include "core/dispatch.h"
+#include "ops/nn_ops.h"
+
+namespace ignis::detail {
+
+// ---- convolution (filled only when oneDNN is available) -----------------------------------
+// Tensors: input/grad_input [N, C, H, W], weight/grad_weight [O, C / groups, kH, kW]
+// (contiguous), output/grad_out [N, O, Ho, Wo]. Sizes are consistent with p, so that
+// Ho = (H + pad + pad_end - d (k - 1) - 1) / s + 1 exactly (floor); pad_end may be negative
+// (a transposed convolution's output_padding makes rows past the end unused).
+
+/// output = conv(input, weight) + bias (bias may be undefined).
+inline KernelSlot<void (*)(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           const Tensor& output, const Conv2dParams& p)>
+    conv2d_forward_kernel{"conv2d"};
+/// grad_input = the adjoint of conv applied to grad_out (also the transposed convolution).
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& weight, const Tensor& grad_input,
+                           const Conv2dParams& p)>
+    conv2d_backward_input_kernel{"conv2d_backward_input"};
+/// grad_weight (and grad_bias = sum of grad_out over N, Ho, Wo when defined).
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& input, const Tensor& grad_weight,
+                           const Tensor& grad_bias, const Conv2dParams& p)>
+    conv2d_backward_weight_kernel{"conv2d_backward_weight"};
+
+// ---- pooling -------------------------------------------------------------------------------
+// 4-D tensors in either layout (kernels read strides); the stride in p is resolved.
+inline KernelSlot<void (*)(const Tensor& input, const Tensor& output, const Tensor& indices,
+                           const Pool2dParams& p)>
+    max_pool2d_forward_kernel{"max_pool2d"};
+/// grad_input is zeroed by the kernel, then accumulated.
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_input)>
+    max_pool2d_backward_kernel{"max_pool2d_backward"};
+inline KernelSlot<void (*)(const Tensor& input, const Tensor& output, const Pool2dParams& p)>
+    avg_pool2d_forward_kernel{"avg_pool2d"};
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_input, const Pool2dParams& p)>
+    avg_pool2d_backward_kernel{"avg_pool2d_backward"};
+inline KernelSlot<void (*)(const Tensor& input, const Tensor& output)> adaptive_avg_pool2d_forward_kernel{
+    "adaptive_avg_pool2d"};
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_input)>
+    adaptive_avg_pool2d_backward_kernel{"adaptive_avg_pool2d_backward"};
+
+// ---- normalisation -------------------------------------------------------------------------
+// Batch norm sees input as [N, C, S] through three strides (NCHW-contiguous: S-inner, or
+// channels-last: C-inner); weight/bias/stats are contiguous [C] (undefined = absent).
+
+struct BatchNormArgs {
+  Tensor input, output, weight, bias, running_mean, running_var, save_mean, save_invstd;
+  int64_t n = 0, c = 0, s = 0;
+  bool training = true;
+  double momentum = 0.1, eps = 1e-5;
+};
+inline KernelSlot<void (*)(const BatchNormArgs&)> batch_norm_forward_kernel{"batch_norm"};
+
+struct BatchNormBackwardArgs {
+  Tensor grad_out, input, weight, save_mean, save_invstd;  // grad_out in input's layout
+  Tensor grad_input, grad_weight, grad_bias;  // grad_input in input's layout; all defined
+  int64_t n = 0, c = 0, s = 0;
+  bool training = true;
+};
+inline KernelSlot<void (*)(const BatchNormBackwardArgs&)> batch_norm_backward_kernel{
+    "batch_norm_backward"};
+
+/// Layer norm (groups = 0) and group norm on contiguous tensors viewed as [rows, cols]: each
+/// row is normalised on its own. Layer norm: affine index = column. Group norm: a row is one
+/// (n, g) pair of `channels_per_group` channels of `s` elements; affine index = channel.
+struct RowNormArgs {
+  Tensor input, output, weight, bias, mean, invstd;  // mean/invstd: `rows` contiguous values
+  int64_t rows = 0, cols = 0;
+  int64_t groups = 0, channels_per_group = 0, s = 0;
+  double eps = 1e-5;
+};
+inline KernelSlot<void (*)(const RowNormArgs&)> row_norm_forward_kernel{"layer_norm"};
+
+struct RowNormBackwardArgs {
+  Tensor grad_out, input, weight, mean, invstd;
+  Tensor grad_input, grad_weight, grad_bias;  // grad_weight/grad_bias defined iff weight is
+  int64_t rows = 0, cols = 0;
+  int64_t groups = 0, channels_per_group = 0, s = 0;
+};
+inline KernelSlot<void (*)(const RowNormBackwardArgs&)> row_norm_backward_kernel{
+    "layer_norm_backward"};
+
+}  // namespace ignis::detail

@@ -1,0 +1,158 @@
+// Tests of batch/layer/group norm (forward and backward) against the formulas in float64
+// written here: running-statistics updates over several calls, eval mode with running stats,
+// NCHW and channels-last, finite differences, and error messages.
+#include <cmath>
+
+#include "nn/nn_test_helpers.h"
+
+namespace ignis {
+namespace {
+
+using namespace ignis::testing;
+
+/// Normalises each group of `idx(i)` equal keys: returns xhat and per-key mean / biased var.
+struct Stats {
+  std::vector<double> mean, var;
+};
+template <class Key>
+Stats stats(const std::vector<double>& x, int64_t keys, const Key& key) {
+  Stats s{std::vector<double>(size_t(keys), 0.0), std::vector<double>(size_t(keys), 0.0)};
+  std::vector<double> cnt(size_t(keys), 0.0);
+  for (size_t i = 0; i < x.size(); ++i) s.mean[key(i)] += x[i], cnt[key(i)] += 1;
+  for (int64_t k = 0; k < keys; ++k) s.mean[k] /= cnt[k];
+  for (size_t i = 0; i < x.size(); ++i) s.var[key(i)] += std::pow(x[i] - s.mean[key(i)], 2);
+  for (int64_t k = 0; k < keys; ++k) s.var[k] /= cnt[k];
+  return s;
+}
+
+TEST(BatchNorm, TrainingRunningStatsAndEval) {
+  const int64_t N = 3, C = 4, H = 3, W = 2, S = H * W;
+  for (DType dtype : {kFloat32, kFloat64})
+    for (bool cl : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dtype), cl));
+      const double tol = dtype == kFloat64 ? 1e-10 : 1e-4, eps = 1e-5, mom = 0.1;
+      const auto w = random_values(C, 0.5, 1.5, 1), b = random_values(C, -1, 1, 2);
+      Tensor rm = zeros({C}, dtype), rv = ones({C}, dtype);
+      std::vector<double> erm(C, 0.0), erv(C, 1.0);
+      for (int call = 0; call < 3; ++call) {
+        const auto x = random_values(N * C * S, -2, 3, 10 + call);
+        auto key = [&](size_t i) { return (int64_t(i) / S) % C; };
+        const Stats st = stats(x, C, key);
+        std::vector<double> y(x.size());
+        for (size_t i = 0; i < x.size(); ++i)
+          y[i] = (x[i] - st.mean[key(i)]) / std::sqrt(st.var[key(i)] + eps) * w[key(i)] + b[key(i)];
+        for (int64_t c = 0; c < C; ++c) {
+          erm[c] = (1 - mom) * erm[c] + mom * st.mean[c];
+          erv[c] = (1 - mom) * erv[c] + mom * st.var[c] * double(N * S) / double(N * S - 1);
+        }
+        const Tensor tx = make_nchw(x, {N, C, H, W}, dtype, cl);
+        const auto r = detail::batch_norm_forward(tx, make_input(w, {C}, dtype), make_input(b, {C}, dtype), rm, rv, true, mom, eps);
+        EXPECT_EQ(detail::is_channels_last(r.output), cl);
+        EXPECT_TRUE(all_close(r.output, y, tol, tol));
+        EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "running_mean after call " << call;
+        EXPECT_TRUE(all_close(rv, erv, tol, tol)) << "running_var after call " << call;
+      }
+      // Eval: normalised with the running statistics; gradient = g * w / sqrt(rv + eps).
+      const auto x = random_values(N * C * S, -2, 3, 50), g = random_values(N * C * S, -1, 1, 51);
+      std::vector<double> y(x.size()), gi(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const int64_t c = (int64_t(i) / S) % C;
+        y[i] = (x[i] - erm[c]) / std::sqrt(erv[c] + eps) * w[c] + b[c];
+        gi[i] = g[i] * w[c] / std::sqrt(erv[c] + eps);
+      }
+      const Tensor tx = make_nchw(x, {N, C, H, W}, dtype, cl), tw = make_input(w, {C}, dtype);
+      const auto r = detail::batch_norm_forward(tx, tw, make_input(b, {C}, dtype), rm, rv, false, mom, eps);
+      EXPECT_TRUE(all_close(r.output, y, tol, tol));
+      EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "eval must not update running stats";
+      const auto gr = detail::batch_norm_backward(make_nchw(g, {N, C, H, W}, dtype, cl), tx, tw, r.save_mean, r.save_invstd, false);
+      EXPECT_TRUE(all_close(gr.input, gi, tol, tol));
+    }
+}
+
+/// Finite-difference check of one norm op in float64: f(x, w, b) and its backward.
+void check_fd(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+              const std::function<detail::NormGrads(const Tensor&, const std::vector<Tensor>&)>& back,
+              const Shape& xs, const Shape& ps, bool cl) {
+  const auto x = random_values(numel_of(xs), -2, 2, 31), w = random_values(numel_of(ps), 0.5, 1.5, 32),
+             b = random_values(numel_of(ps), -1, 1, 33);
+  const std::vector<Tensor> t{make_nchw(x, xs, kFloat64, cl && xs.size() == 4), make_input(w, ps, kFloat64), make_input(b, ps, kFloat64)};
+  const Tensor out = f(t);
+  const auto wts = random_values(out.numel(), -1, 1, 34);
+  const auto g = back(make_nchw(wts, xs, kFloat64, cl && xs.size() == 4), t);
+  const std::vector<Shape> shapes{xs, ps, ps};
+  EXPECT_TRUE(all_close(values_of(g.input), numeric_grad(f, {x, w, b}, shapes, wts, 0), 1e-6, 1e-7)) << "input";
+  EXPECT_TRUE(all_close(values_of(g.weight), numeric_grad(f, {x, w, b}, shapes, wts, 1), 1e-6, 1e-7)) << "weight";
+  EXPECT_TRUE(all_close(values_of(g.bias), numeric_grad(f, {x, w, b}, shapes, wts, 2), 1e-6, 1e-7)) << "bias";
+}
+
+TEST(BatchNorm, TrainingGradientMatchesFiniteDifferences) {
+  for (bool cl : {false, true}) {
+    SCOPED_TRACE(cl);
+    check_fd([](const std::vector<Tensor>& t) { return detail::batch_norm_forward(t[0], t[1], t[2], Tensor(), Tensor(), true, 0.1, 1e-5).output; },
+             [](const Tensor& g, const std::vector<Tensor>& t) {
+               const auto r = detail::batch_norm_forward(t[0], t[1], t[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+               return detail::batch_norm_backward(g, t[0], t[1], r.save_mean, r.save_invstd, true);
+             },
+             {2, 3, 2, 3}, {3}, cl);
+  }
+}
+
+TEST(LayerNorm, ForwardAndGradients) {
+  const Shape xs{3, 4, 5}, ns{4, 5};
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const auto x = random_values(60, -2, 2, 3), w = random_values(20, 0.5, 1.5, 4), b = random_values(20, -1, 1, 5);
+    const Stats st = stats(x, 3, [](size_t i) { return int64_t(i) / 20; });
+    std::vector<double> y(60);
+    for (size_t i = 0; i < 60; ++i) y[i] = (x[i] - st.mean[i / 20]) / std::sqrt(st.var[i / 20] + 1e-5) * w[i % 20] + b[i % 20];
+    const auto r = detail::layer_norm_forward(make_input(x, xs, dtype), ns, make_input(w, ns, dtype), make_input(b, ns, dtype), 1e-5);
+    EXPECT_EQ(r.save_mean.sizes(), (Shape{3, 1, 1}));
+    EXPECT_TRUE(all_close(r.output, y, dtype == kFloat64 ? 1e-10 : 1e-4, 1e-5));
+  }
+  check_fd([&](const std::vector<Tensor>& t) { return detail::layer_norm_forward(t[0], ns, t[1], t[2], 1e-5).output; },
+           [&](const Tensor& g, const std::vector<Tensor>& t) {
+             const auto r = detail::layer_norm_forward(t[0], ns, t[1], t[2], 1e-5);
+             return detail::layer_norm_backward(g, t[0], ns, r.save_mean, r.save_invstd, t[1]);
+           },
+           xs, ns, false);
+}
+
+TEST(GroupNorm, ForwardAndGradients) {
+  const int64_t N = 2, C = 6, G = 3, S = 4;
+  for (DType dtype : {kFloat32, kFloat64})
+    for (bool cl : {false, true}) {
+      const auto x = random_values(N * C * S, -2, 2, 6), w = random_values(C, 0.5, 1.5, 7), b = random_values(C, -1, 1, 8);
+      auto key = [&](size_t i) { return int64_t(i) / (C / G * S); };
+      const Stats st = stats(x, N * G, key);
+      std::vector<double> y(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const int64_t c = (int64_t(i) / S) % C;
+        y[i] = (x[i] - st.mean[key(i)]) / std::sqrt(st.var[key(i)] + 1e-5) * w[c] + b[c];
+      }
+      const auto r = detail::group_norm_forward(make_nchw(x, {N, C, 2, 2}, dtype, cl), G, make_input(w, {C}, dtype), make_input(b, {C}, dtype), 1e-5);
+      EXPECT_EQ(detail::is_channels_last(r.output), cl);
+      EXPECT_TRUE(all_close(r.output, y, dtype == kFloat64 ? 1e-10 : 1e-4, 1e-5));
+    }
+  for (bool cl : {false, true})
+    check_fd([&](const std::vector<Tensor>& t) { return detail::group_norm_forward(t[0], G, t[1], t[2], 1e-5).output; },
+             [&](const Tensor& g, const std::vector<Tensor>& t) {
+               const auto r = detail::group_norm_forward(t[0], G, t[1], t[2], 1e-5);
+               return detail::group_norm_backward(g, t[0], G, r.save_mean, r.save_invstd, t[1]);
+             },
+             {N, C, 2, 2}, {C}, cl);
+}
+
+TEST(Norm, ErrorMessages) {
+  EXPECT_THROW_MSG(detail::batch_norm_forward(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5),
+                   ValueError, "[batch_norm] expected more than 1 value per channel when training, got input size [1, 3]");
+  EXPECT_THROW_MSG(detail::batch_norm_forward(zeros({2, 3}), zeros({4}), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5),
+                   ShapeError, "[batch_norm] expected weight of shape [3], got [4]");
+  EXPECT_THROW_MSG(detail::batch_norm_forward(zeros({2, 3}), Tensor(), Tensor(), Tensor(), Tensor(), false, 0.1, 1e-5),
+                   ValueError, "[batch_norm] running_mean and running_var are required in eval mode");
+  EXPECT_THROW_MSG(detail::layer_norm_forward(zeros({2, 3, 4}), {3, 5}, Tensor(), Tensor(), 1e-5), ShapeError,
+                   "[layer_norm] expected input with shape [*, 3, 5], but got input of shape [2, 3, 4]");
+  EXPECT_THROW_MSG(detail::group_norm_forward(zeros({2, 6, 4}), 4, Tensor(), Tensor(), 1e-5), ValueError,
+                   "[group_norm] expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups = 4");
+}
+
+}  // namespace
+}  // namespace ignis
