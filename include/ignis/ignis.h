@@ -6,6 +6,7 @@
 #include "ignis/device.h"
 #include "ignis/dtype.h"
 #include "ignis/error.h"
+#include "ignis/nn_ops.h"
 #include "ignis/ops.h"
 #include "ignis/scalar.h"
 #include "ignis/tensor.h"

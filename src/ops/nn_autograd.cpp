@@ -1,0 +1,134 @@
+// The public, differentiable convolution / pooling / normalisation functions of
+// ignis/nn_ops.h: each runs the plain forward of src/ops/nn_ops.h and records its plain
+// backward as the graph node. These backward nodes are first-order only (their formulas
+// are kernels, not ignis ops), so create_graph through them is not supported yet.
+#include "autograd/record.h"
+#include "ignis/nn_ops.h"
+#include "ops/nn_ops.h"
+
+namespace ignis {
+
+using namespace detail;
+using Grads = std::vector<Tensor>;
+
+namespace {
+bool wants(const Tensor& t) { return t.defined() && t.requires_grad(); }
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& o) {
+  const Conv2dParams p =
+      o.padding_mode.empty()
+          ? conv2d_params(o.stride, o.padding, o.dilation, o.groups)
+          : conv2d_params(o.stride, o.padding_mode, o.dilation, o.groups,
+                          Pair2{weight.dim() == 4 ? weight.size(2) : 1, weight.dim() == 4 ? weight.size(3) : 1});
+  Tensor out = conv2d_forward(input, weight, bias, p);
+  if (needs_grad({&input, &weight, &bias})) {
+    const ConvNeed need{wants(input), wants(weight), wants(bias)};
+    record("conv2d", {out}, {input, weight, bias}, {save(input), save(weight)},
+           [p, need](const Grads& g, const Grads& s) {
+             ConvGrads r = conv2d_backward(g[0], s[0], s[1], p, need);
+             return Grads{r.input, r.weight, r.bias};
+           });
+  }
+  return out;
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const ConvTranspose2dOptions& o) {
+  const ConvTranspose2dParams p{o.stride, o.padding, o.output_padding, o.dilation, o.groups};
+  Tensor out = conv_transpose2d_forward(input, weight, bias, p);
+  if (needs_grad({&input, &weight, &bias})) {
+    const ConvNeed need{wants(input), wants(weight), wants(bias)};
+    record("conv_transpose2d", {out}, {input, weight, bias}, {save(input), save(weight)},
+           [p, need](const Grads& g, const Grads& s) {
+             ConvGrads r = conv_transpose2d_backward(g[0], s[0], s[1], p, need);
+             return Grads{r.input, r.weight, r.bias};
+           });
+  }
+  return out;
+}
+
+namespace {
+Pool2dParams pool_params(const Pool2dOptions& o) {
+  return Pool2dParams{o.kernel_size, o.stride,           o.padding,         o.dilation,
+                      o.ceil_mode,   o.count_include_pad, o.divisor_override};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Pool2dOptions& o) {
+  const Pool2dParams p = pool_params(o);
+  MaxPoolResult r = max_pool2d_forward(input, p);
+  if (needs_grad({&input}))
+    record("max_pool2d", {r.output, r.indices}, {input}, {save(input), save(r.indices)},
+           [p](const Grads& g, const Grads& s) { return Grads{max_pool2d_backward(g[0], s[0], s[1], p)}; });
+  return {r.output, r.indices};
+}
+
+Tensor max_pool2d(const Tensor& input, const Pool2dOptions& o) {
+  return std::get<0>(max_pool2d_with_indices(input, o));
+}
+
+Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& o) {
+  const Pool2dParams p = pool_params(o);
+  Tensor out = avg_pool2d_forward(input, p);
+  if (needs_grad({&input}))
+    record("avg_pool2d", {out}, {input}, {save(input)},
+           [p](const Grads& g, const Grads& s) { return Grads{avg_pool2d_backward(g[0], s[0], p)}; });
+  return out;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
+  Tensor out = adaptive_avg_pool2d_forward(input, output_size);
+  if (needs_grad({&input}))
+    record("adaptive_avg_pool2d", {out}, {input}, {save(input)},
+           [](const Grads& g, const Grads& s) { return Grads{adaptive_avg_pool2d_backward(g[0], s[0])}; });
+  return out;
+}
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  NormResult r;
+  {
+    // Running statistics are updated in place without recording (they are buffers).
+    GradModeScope no_grad(false);
+    r = batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  }
+  if (needs_grad({&input, &weight, &bias}))
+    record("batch_norm", {r.output}, {input, weight, bias},
+           {save(input), save(weight), save(r.save_mean), save(r.save_invstd)},
+           [training](const Grads& g, const Grads& s) {
+             NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training);
+             return Grads{n.input, n.weight, n.bias};
+           });
+  return r.output;
+}
+
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  NormResult r = layer_norm_forward(input, normalized_shape, weight, bias, eps);
+  if (needs_grad({&input, &weight, &bias}))
+    record("layer_norm", {r.output}, {input, weight, bias},
+           {save(input), save(weight), save(r.save_mean), save(r.save_invstd)},
+           [normalized_shape](const Grads& g, const Grads& s) {
+             NormGrads n = layer_norm_backward(g[0], s[0], normalized_shape, s[2], s[3], s[1]);
+             return Grads{n.input, n.weight, n.bias};
+           });
+  return r.output;
+}
+
+Tensor group_norm(const Tensor& input, int64_t groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  NormResult r = group_norm_forward(input, groups, weight, bias, eps);
+  if (needs_grad({&input, &weight, &bias}))
+    record("group_norm", {r.output}, {input, weight, bias},
+           {save(input), save(weight), save(r.save_mean), save(r.save_invstd)},
+           [groups](const Grads& g, const Grads& s) {
+             NormGrads n = group_norm_backward(g[0], s[0], groups, s[2], s[3], s[1]);
+             return Grads{n.input, n.weight, n.bias};
+           });
+  return r.output;
+}
+
+}  // namespace ignis
