@@ -11,6 +11,14 @@ namespace ignis::nn {
 
 void ModuleList::append(std::unique_ptr<Module> module) {
   IGNIS_CHECK(module != nullptr, ValueError, "[{}] cannot append a null module", type_name());
+  if (module->parent() != nullptr) {
+    // Another module owns it (a member or a container's child): give up the pointer without
+    // deleting it, then report.
+    const std::string name = module->name();
+    (void)module.release();
+    throw ValueError(fmt::format("[{}] module '{}' already belongs to another module",
+                                 type_name(), name));
+  }
   register_module(std::to_string(modules_.size()), module.get());
   modules_.push_back(std::move(module));
 }
