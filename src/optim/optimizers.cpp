@@ -1,0 +1,242 @@
+// The update rules of SGD, Adam/AdamW, RMSprop and Adagrad, re-expressed from PyTorch 1.13's
+// single-tensor formulas with in-place ignis ops. Optimizer::step() calls update() under a
+// NoGradGuard for each parameter that has a gradient.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "ignis/ops.h"
+#include "ignis/optim/adagrad.h"
+#include "ignis/optim/adam.h"
+#include "ignis/optim/rmsprop.h"
+#include "ignis/optim/sgd.h"
+
+namespace ignis::optim {
+namespace {
+
+bool flag(const GroupOptions& o, const char* key) { return option(o, key) != 0; }
+
+// Checks `value >= 0` (or > 0 when strict) with PyTorch's wording.
+void check_nonneg(const std::string& opt, const GroupOptions& o, const char* key,
+                  const char* what) {
+  const double v = option(o, key);
+  IGNIS_CHECK(v >= 0, ValueError, "[{}] invalid {}: {}", opt, what, v);
+}
+
+void check_lr(const std::string& opt, const GroupOptions& o) {
+  const double lr = option(o, "lr");
+  IGNIS_CHECK(!std::isnan(lr), ValueError, "[{}] lr is required (set .lr)", opt);
+  IGNIS_CHECK(lr >= 0, ValueError, "[{}] invalid learning rate: {}", opt, lr);
+}
+
+// The step counter: a float32 scalar on the CPU, as PyTorch keeps it (no device sync to read).
+double bump_step(ParamState& st) {
+  auto it = st.find("step");
+  if (it == st.end()) it = st.emplace("step", scalar_tensor(0.0, kFloat32)).first;
+  it->second.add_(1);
+  return it->second.item<double>();
+}
+
+// The state tensor `key`, created by `make` when absent.
+template <class Make>
+Tensor& state_or(ParamState& st, const char* key, Make make) {
+  auto it = st.find(key);
+  if (it == st.end()) it = st.emplace(key, make()).first;
+  return it->second;
+}
+
+}  // namespace
+
+// ---- SGD --------------------------------------------------------------------------------------
+GroupOptions SGD::to_group_options(const SGDOptions& o) {
+  return {{"lr", o.lr},           {"momentum", o.momentum},   {"dampening", o.dampening},
+          {"weight_decay", o.weight_decay}, {"nesterov", double(o.nesterov)},
+          {"maximize", double(o.maximize)}};
+}
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
+    : Optimizer("SGD", to_group_options(options)) {
+  add_param_group(std::move(params));
+}
+
+void SGD::validate(const GroupOptions& o) const {
+  check_lr(name(), o);
+  check_nonneg(name(), o, "momentum", "momentum value");
+  check_nonneg(name(), o, "weight_decay", "weight_decay value");
+  IGNIS_CHECK(!flag(o, "nesterov") || (option(o, "momentum") > 0 && option(o, "dampening") == 0),
+              ValueError, "[SGD] Nesterov momentum requires a momentum and zero dampening");
+}
+
+void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  const double momentum = option(o, "momentum"), wd = option(o, "weight_decay");
+  Tensor d_p = flag(o, "maximize") ? -grad : grad;
+  if (wd != 0) d_p = d_p.add(p, wd);
+  if (momentum != 0) {
+    auto it = st.find("momentum_buffer");
+    if (it == st.end()) {
+      it = st.emplace("momentum_buffer", d_p.clone()).first;
+    } else {
+      it->second.mul_(momentum).add_(d_p, 1 - option(o, "dampening"));
+    }
+    d_p = flag(o, "nesterov") ? d_p.add(it->second, momentum) : it->second;
+  }
+  p.add_(d_p, -option(o, "lr"));
+}
+
+// ---- Adam / AdamW -----------------------------------------------------------------------------
+GroupOptions Adam::to_group_options(const AdamOptions& o) {
+  return {{"lr", o.lr},
+          {"beta1", o.betas.first},
+          {"beta2", o.betas.second},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"amsgrad", double(o.amsgrad)},
+          {"maximize", double(o.maximize)}};
+}
+
+GroupOptions AdamW::to_group_options(const AdamWOptions& o) {
+  return Adam::to_group_options({.lr = o.lr,
+                                 .betas = o.betas,
+                                 .eps = o.eps,
+                                 .weight_decay = o.weight_decay,
+                                 .amsgrad = o.amsgrad,
+                                 .maximize = o.maximize});
+}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam("Adam", std::move(params), to_group_options(options), false) {}
+
+Adam::Adam(std::string name, std::vector<Tensor> params, GroupOptions defaults, bool decoupled)
+    : Optimizer(std::move(name), std::move(defaults)), decoupled_(decoupled) {
+  add_param_group(std::move(params));
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : Adam("AdamW", std::move(params), to_group_options(options), true) {}
+
+void Adam::validate(const GroupOptions& o) const {
+  check_lr(name(), o);
+  check_nonneg(name(), o, "eps", "epsilon value");
+  check_nonneg(name(), o, "weight_decay", "weight_decay value");
+  for (const char* b : {"beta1", "beta2"}) {
+    const double v = option(o, b);
+    IGNIS_CHECK(v >= 0 && v < 1, ValueError, "[{}] invalid {} parameter: {}", name(), b, v);
+  }
+}
+
+void Adam::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  const double lr = option(o, "lr"), b1 = option(o, "beta1"), b2 = option(o, "beta2");
+  const double eps = option(o, "eps"), wd = option(o, "weight_decay");
+  const bool amsgrad = flag(o, "amsgrad");
+  Tensor g = flag(o, "maximize") ? -grad : grad;
+  Tensor& exp_avg = state_or(st, "exp_avg", [&] { return zeros_like(p); });
+  Tensor& exp_avg_sq = state_or(st, "exp_avg_sq", [&] { return zeros_like(p); });
+  const double step = bump_step(st);
+
+  if (decoupled_) p.mul_(1 - lr * wd);
+  else if (wd != 0) g = g.add(p, wd);
+  exp_avg.mul_(b1).add_(g, 1 - b1);
+  exp_avg_sq.mul_(b2).add_(g * g, 1 - b2);
+
+  const double step_size = lr / (1 - std::pow(b1, step));
+  const double bc2_sqrt = std::sqrt(1 - std::pow(b2, step));
+  Tensor denom;
+  if (amsgrad) {
+    Tensor& vmax = state_or(st, "max_exp_avg_sq", [&] { return zeros_like(p); });
+    vmax.copy_(maximum(vmax, exp_avg_sq));
+    denom = vmax.sqrt().div_(bc2_sqrt).add_(eps);
+  } else {
+    denom = exp_avg_sq.sqrt().div_(bc2_sqrt).add_(eps);
+  }
+  p.add_(exp_avg / denom, -step_size);
+}
+
+// ---- RMSprop ----------------------------------------------------------------------------------
+GroupOptions RMSprop::to_group_options(const RMSpropOptions& o) {
+  return {{"lr", o.lr},
+          {"alpha", o.alpha},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"momentum", o.momentum},
+          {"centered", double(o.centered)},
+          {"maximize", double(o.maximize)}};
+}
+
+RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
+    : Optimizer("RMSprop", to_group_options(options)) {
+  add_param_group(std::move(params));
+}
+
+void RMSprop::validate(const GroupOptions& o) const {
+  check_lr(name(), o);
+  check_nonneg(name(), o, "eps", "epsilon value");
+  check_nonneg(name(), o, "momentum", "momentum value");
+  check_nonneg(name(), o, "weight_decay", "weight_decay value");
+  check_nonneg(name(), o, "alpha", "alpha value");
+}
+
+void RMSprop::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  const double lr = option(o, "lr"), alpha = option(o, "alpha"), eps = option(o, "eps");
+  const double wd = option(o, "weight_decay"), momentum = option(o, "momentum");
+  Tensor g = flag(o, "maximize") ? -grad : grad;
+  Tensor& square_avg = state_or(st, "square_avg", [&] { return zeros_like(p); });
+  bump_step(st);
+  if (wd != 0) g = g.add(p, wd);
+  square_avg.mul_(alpha).add_(g * g, 1 - alpha);
+  Tensor avg;
+  if (flag(o, "centered")) {
+    Tensor& grad_avg = state_or(st, "grad_avg", [&] { return zeros_like(p); });
+    grad_avg.mul_(alpha).add_(g, 1 - alpha);
+    avg = (square_avg - grad_avg * grad_avg).sqrt_();
+  } else {
+    avg = square_avg.sqrt();
+  }
+  avg.add_(eps);
+  if (momentum > 0) {
+    Tensor& buf = state_or(st, "momentum_buffer", [&] { return zeros_like(p); });
+    buf.mul_(momentum).add_(g / avg);
+    p.add_(buf, -lr);
+  } else {
+    p.add_(g / avg, -lr);
+  }
+}
+
+// ---- Adagrad ----------------------------------------------------------------------------------
+GroupOptions Adagrad::to_group_options(const AdagradOptions& o) {
+  return {{"lr", o.lr},
+          {"lr_decay", o.lr_decay},
+          {"weight_decay", o.weight_decay},
+          {"initial_accumulator_value", o.initial_accumulator_value},
+          {"eps", o.eps},
+          {"maximize", double(o.maximize)}};
+}
+
+Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& options)
+    : Optimizer("Adagrad", to_group_options(options)) {
+  add_param_group(std::move(params));
+}
+
+void Adagrad::validate(const GroupOptions& o) const {
+  check_lr(name(), o);
+  check_nonneg(name(), o, "lr_decay", "lr_decay value");
+  check_nonneg(name(), o, "weight_decay", "weight_decay value");
+  check_nonneg(name(), o, "initial_accumulator_value", "initial_accumulator_value value");
+  check_nonneg(name(), o, "eps", "epsilon value");
+}
+
+void Adagrad::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  const double lr = option(o, "lr"), lr_decay = option(o, "lr_decay");
+  const double wd = option(o, "weight_decay"), eps = option(o, "eps");
+  Tensor& sum = state_or(
+      st, "sum", [&] { return full_like(p, option(o, "initial_accumulator_value")); });
+  const double step = bump_step(st);
+  Tensor g = flag(o, "maximize") ? -grad : grad;
+  if (wd != 0) g = g.add(p, wd);
+  const double clr = lr / (1 + (step - 1) * lr_decay);
+  sum.add_(g * g);
+  Tensor denom = sum.sqrt().add_(eps);
+  p.add_(g / denom, -clr);
+}
+
+}  // namespace ignis::optim
