@@ -205,8 +205,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               "[matmul] both arguments need at least one dimension, got {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
   // A vector is a one-row (left) or one-column (right) matrix whose dim is removed afterwards.
-  const Tensor a2 = da == 1 ? a.unsqueeze(0) : a;
-  const Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
+  // Detached: these views are plumbing, the op records itself once below.
+  const Tensor a2 = da == 1 ? a.detach().unsqueeze(0) : a.detach();
+  const Tensor b2 = db == 1 ? b.detach().unsqueeze(1) : b.detach();
   check_inner("matmul", a, b, a2.size(-1), b2.size(-2));
   const Shape batch_a(a2.sizes().begin(), a2.sizes().end() - 2);
   const Shape batch_b(b2.sizes().begin(), b2.sizes().end() - 2);
@@ -216,15 +217,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               shape_str(a.sizes()), shape_str(b.sizes()), shape_str(batch_a), shape_str(batch_b));
   const int64_t m = a2.size(-2), k = a2.size(-1), n = b2.size(-1);
   const bool grad = needs_grad({&a, &b});
-  Tensor out;
-  {
-    // The unsqueeze / expand views above and below are plumbing: the op records itself once.
-    GradModeScope no_grad(false);
-    // Broadcast batch dimensions get stride 0 (expand): never materialised, see
-    // Note [Folding a shared B into the rows].
-    out = gemm("matmul", a2.detach().expand(with_matrix(*batch, m, k)),
-               b2.detach().expand(with_matrix(*batch, k, n)), nullptr, 0, 1);
-  }
+  // Broadcast batch dimensions get stride 0 (expand): never materialised, see
+  // Note [Folding a shared B into the rows].
+  Tensor out = gemm("matmul", a2.expand(with_matrix(*batch, m, k)),
+                    b2.expand(with_matrix(*batch, k, n)), nullptr, 0, 1);
   Shape result = *batch;
   if (da > 1) result.push_back(m);
   if (db > 1) result.push_back(n);
@@ -320,11 +316,8 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(a.size(0) == b.size(0), ShapeError,
               "[dot] cannot multiply {} by {}: lengths {} and {} differ", shape_str(a.sizes()),
               shape_str(b.sizes()), a.size(0), b.size(0));
-  Tensor out;
-  {
-    GradModeScope no_grad(false);  // the views are plumbing; dot records itself below
-    out = gemm("dot", a.detach().unsqueeze(0), b.detach().unsqueeze(1), nullptr, 0, 1).view({});
-  }
+  // Detached: the views are plumbing, dot records itself below.
+  Tensor out = gemm("dot", a.detach().unsqueeze(0), b.detach().unsqueeze(1), nullptr, 0, 1).view({});
   if (needs_grad({&a, &b}))
     record("dot", {out}, {a, b}, {save(a), save(b)}, [](const Grads& g, const Grads& s) {
       return Grads{mul(g[0], s[1]), mul(g[0], s[0])};

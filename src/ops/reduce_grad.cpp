@@ -92,8 +92,8 @@ void record_extreme_along(const char* op, const Tensor& x, const Tensor& values,
 
 void record_var_std(bool is_std, const Tensor& x, const Tensor& out, uint64_t mask, bool keepdim,
                     double correction) {
-  if (out.numel() == 0) return;
-  const double n = double(x.numel() / out.numel());
+  // Elements per reduced group (an empty result has no gradient to compute anyway).
+  const double n = out.numel() ? double(x.numel() / out.numel()) : 1;
   record(is_std ? "std" : "var", {out}, {x}, {save(x), save_output(out)},
          [is_std, mask, keepdim, n, correction](const Grads& g, const Grads& s) {
            const int64_t nd = s[0].dim();
