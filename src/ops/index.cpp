@@ -4,11 +4,14 @@
 // written) every index value, then calls one kernel slot of src/ops/index_kernels.h.
 // index_select and index_add are gather / scatter-add with the 1-D index expanded (stride 0)
 // along the other dims; one_hot is a scatter of 1 into zeros; masked_fill reuses `where`.
+#include <algorithm>
 #include <limits>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 #include "ops/elementwise.h"
+#include "ops/index_grad.h"
 #include "ops/index_kernels.h"
 #include "ops/write_checks.h"
 
@@ -139,6 +142,17 @@ Tensor& index_add_impl(Tensor& self, int64_t dim, const Tensor& index, const Ten
   return self;
 }
 
+/// The wrapped dim of x's at-least-1-D form (after the op has validated it).
+int64_t wrapped(const Tensor& x, int64_t dim, const char* op) {
+  return wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+}
+
+/// A copy of x for an out-of-place op to write into; the op records itself afterwards.
+Tensor fresh_copy(const Tensor& x) {
+  GradModeScope no_grad(false);
+  return x.clone();
+}
+
 void check_mask(const Tensor& mask, const char* op) {
   IGNIS_CHECK(mask.dtype() == kBool, DTypeError, "[{}] expected a bool mask, got {}", op,
               dtype_name(mask.dtype()));
@@ -164,7 +178,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = make_tensor(out_shape, x.dtype(), x.device());
   if (out.numel() > 0)
     gather_kernel.get(x.device())(GatherArgs{out, x1, expand_index(index1, out_shape, d), d});
-  return x.dim() == 0 ? out.squeeze(0) : out;
+  if (x.dim() == 0) out = out.squeeze(0);
+  if (needs_grad({&x})) record_index_select(x, d, index, out);
+  return out;
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -182,39 +198,60 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_values(index1, x1.size(d), d, op);
   Tensor out = make_tensor(index1.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) gather_kernel.get(x.device())(GatherArgs{out, x1, index1, d});
-  return index.dim() == 0 ? out.squeeze(0) : out;
+  if (index.dim() == 0) out = out.squeeze(0);
+  if (needs_grad({&x})) record_gather(x, d, index, out);
+  return out;
 }
 
+// Under autograd the in-place forms run their out-of-place form on a snapshot of x and take
+// its history (inplace_with_autograd).
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (needs_grad({&x, &src}))
+    return inplace_with_autograd(x, "scatter", [&](const Tensor& xb) { return scatter(xb, dim, index, src); });
   return scatter_impl(x, dim, index, &src, 0, ScatterReduce::Assign, "scatter_");
 }
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (needs_grad({&x, &src}))
+    return inplace_with_autograd(x, "scatter_add",
+                                 [&](const Tensor& xb) { return scatter_add(xb, dim, index, src); });
   return scatter_impl(x, dim, index, &src, 0, ScatterReduce::Add, "scatter_add_");
 }
 Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                    const Scalar& alpha) {
+  if (needs_grad({&x, &src}))
+    return inplace_with_autograd(
+        x, "index_add", [&](const Tensor& xb) { return index_add(xb, dim, index, src, alpha); });
   return index_add_impl(x, dim, index, src, alpha, "index_add_");
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined({&x}, "scatter");
-  Tensor out = x.clone();
-  return scatter_impl(out, dim, index, &src, 0, ScatterReduce::Assign, "scatter");
+  Tensor out = fresh_copy(x);
+  scatter_impl(out, dim, index, &src, 0, ScatterReduce::Assign, "scatter");
+  if (needs_grad({&x, &src})) record_scatter("scatter", x, wrapped(x, dim, "scatter"), index, src, false, out);
+  return out;
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
   check_defined({&x}, "scatter");
-  Tensor out = x.clone();
-  return scatter_impl(out, dim, index, nullptr, value, ScatterReduce::Assign, "scatter");
+  Tensor out = fresh_copy(x);
+  scatter_impl(out, dim, index, nullptr, value, ScatterReduce::Assign, "scatter");
+  if (needs_grad({&x})) record_scatter("scatter", x, wrapped(x, dim, "scatter"), index, Tensor(), false, out);
+  return out;
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined({&x}, "scatter_add");
-  Tensor out = x.clone();
-  return scatter_impl(out, dim, index, &src, 0, ScatterReduce::Add, "scatter_add");
+  Tensor out = fresh_copy(x);
+  scatter_impl(out, dim, index, &src, 0, ScatterReduce::Add, "scatter_add");
+  if (needs_grad({&x, &src}))
+    record_scatter("scatter_add", x, wrapped(x, dim, "scatter_add"), index, src, true, out);
+  return out;
 }
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                  const Scalar& alpha) {
   check_defined({&x}, "index_add");
-  Tensor out = x.clone();
-  return index_add_impl(out, dim, index, src, alpha, "index_add");
+  Tensor out = fresh_copy(x);
+  index_add_impl(out, dim, index, src, alpha, "index_add");
+  if (needs_grad({&x, &src})) record_index_add(x, wrapped(x, dim, "index_add"), index, src, alpha, out);
+  return out;
 }
 
 // masked_fill is where(mask, value, x) with the value converted to x's dtype first (as
@@ -229,8 +266,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   Tensor out = make_tensor(shape, x.dtype(), x.device());
   if (out.numel() == 0) return out;
   Tensor v = scalar_like(value, x.dtype(), x.device()).expand(shape);
-  Tensor xe = x.expand(shape), me = mask.expand(shape);
-  where_kernel.get(x.device())(make_plan({&out, &me, &v, &xe}, op));
+  {
+    GradModeScope no_grad(false);  // the expand views are plumbing; the op records itself
+    Tensor xe = x.expand(shape), me = mask.expand(shape);
+    where_kernel.get(x.device())(make_plan({&out, &me, &v, &xe}, op));
+  }
+  if (needs_grad({&x})) record_masked_fill(x, mask, out);
   return out;
 }
 
@@ -243,6 +284,9 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask_in, const Scalar& value) {
   IGNIS_CHECK(shape == x.sizes(), ShapeError,
               "[{}] mask of shape {} does not broadcast to x of shape {}", op,
               shape_str(mask_in.sizes()), shape_str(x.sizes()));
+  if (needs_grad({&x}))
+    return inplace_with_autograd(x, "masked_fill",
+                                 [&](const Tensor& xb) { return masked_fill(xb, mask_in, value); });
   check_writable_layout(x, op);
   if (x.numel() == 0) return x;
   Tensor mask = partially_overlaps(x, mask_in) ? mask_in.clone() : mask_in;
@@ -258,7 +302,13 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   check_same_device(x, mask, op);
   check_mask(mask, op);
   const Shape shape = broadcast_shape(x.sizes(), mask.sizes(), op);
-  return masked_select_kernel.get(x.device())(x.expand(shape), mask.expand(shape));
+  Tensor out;
+  {
+    GradModeScope no_grad(false);  // the expand views are plumbing; the op records itself
+    out = masked_select_kernel.get(x.device())(x.expand(shape), mask.expand(shape));
+  }
+  if (needs_grad({&x})) record_masked_select(x, mask, out);
+  return out;
 }
 
 Tensor one_hot(const Tensor& x, int64_t num_classes) {
@@ -298,6 +348,7 @@ Tensor trilu(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
               shape_str(x.sizes()));
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) trilu_kernel.get(x.device())(TriluArgs{out, x, diagonal, lower});
+  if (needs_grad({&x})) record_trilu(lower, diagonal, x, out);
   return out;
 }
 }  // namespace

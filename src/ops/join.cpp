@@ -1,6 +1,9 @@
 // Joining and splitting: cat and stack (copies into a new tensor) and split / chunk (views).
 // cat writes each input into a narrow() view of the output with copy_, which converts dtypes
 // and handles any input layout; so it needs no kernel of its own.
+#include <algorithm>
+
+#include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -58,6 +61,20 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (is_legacy_empty(t) || t.size(d) == 0) continue;
     out.narrow(d, offset, t.size(d)).copy_(t);
     offset += t.size(d);
+  }
+  if (needs_grad(tensors)) {
+    // Each input's gradient is its slice of g; skipped legacy-empty inputs get none.
+    std::vector<int64_t> lengths;
+    for (const Tensor& t : tensors) lengths.push_back(is_legacy_empty(t) ? -1 : t.size(d));
+    record("cat", {out}, tensors, {}, [lengths, d](const auto& g, const auto&) {
+      std::vector<Tensor> grads;
+      int64_t at = 0;
+      for (int64_t len : lengths) {
+        grads.push_back(len < 0 ? Tensor() : g[0].narrow(d, at, len));
+        at += std::max<int64_t>(len, 0);
+      }
+      return grads;
+    });
   }
   return out;
 }

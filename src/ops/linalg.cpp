@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "autograd/record.h"
 #include "core/shape.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -15,6 +16,11 @@ namespace ignis {
 using namespace detail;
 
 namespace {
+
+using Grads = std::vector<Tensor>;
+
+/// The last two dims swapped (the transpose of each matrix of a batch).
+Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
 
 // ---------------------------------------------------------------------------------------------
 // Argument checks shared by the ops.
@@ -199,8 +205,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               "[matmul] both arguments need at least one dimension, got {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
   // A vector is a one-row (left) or one-column (right) matrix whose dim is removed afterwards.
-  const Tensor a2 = da == 1 ? a.unsqueeze(0) : a;
-  const Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
+  // Detached: these views are plumbing, the op records itself once below.
+  const Tensor a2 = da == 1 ? a.detach().unsqueeze(0) : a.detach();
+  const Tensor b2 = db == 1 ? b.detach().unsqueeze(1) : b.detach();
   check_inner("matmul", a, b, a2.size(-1), b2.size(-2));
   const Shape batch_a(a2.sizes().begin(), a2.sizes().end() - 2);
   const Shape batch_b(b2.sizes().begin(), b2.sizes().end() - 2);
@@ -209,6 +216,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               "[matmul] cannot multiply {} by {}: batch dimensions {} and {} do not broadcast",
               shape_str(a.sizes()), shape_str(b.sizes()), shape_str(batch_a), shape_str(batch_b));
   const int64_t m = a2.size(-2), k = a2.size(-1), n = b2.size(-1);
+  const bool grad = needs_grad({&a, &b});
   // Broadcast batch dimensions get stride 0 (expand): never materialised, see
   // Note [Folding a shared B into the rows].
   Tensor out = gemm("matmul", a2.expand(with_matrix(*batch, m, k)),
@@ -216,7 +224,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape result = *batch;
   if (da > 1) result.push_back(m);
   if (db > 1) result.push_back(n);
-  return out.view(result);
+  out = out.view(result);
+  if (grad)
+    record("matmul", {out}, {a, b}, {save(a), save(b)},
+           [a2s = a2.sizes(), b2s = b2.sizes(), mn = with_matrix(*batch, m, n)](const Grads& g,
+                                                                                const Grads& s) {
+             // Work with the matrix forms (vectors as one-row / one-column matrices), reduce
+             // the broadcast batch dims with sum_to and drop the added dim with reshape.
+             Tensor g2 = g[0].reshape(mn);
+             Tensor a2 = s[0].reshape(a2s), b2 = s[1].reshape(b2s);
+             Tensor ga = sum_to(matmul(g2, mT(b2)), a2s).reshape(s[0].sizes());
+             Tensor gb = sum_to(matmul(mT(a2), g2), b2s).reshape(s[1].sizes());
+             return Grads{ga, gb};
+           });
+  return out;
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -224,7 +245,12 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "[mm] expected 2-D tensors, got {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
   check_inner("mm", a, b, a.size(1), b.size(0));
-  return gemm("mm", a, b, nullptr, 0, 1);
+  Tensor out = gemm("mm", a, b, nullptr, 0, 1);
+  if (needs_grad({&a, &b}))
+    record("mm", {out}, {a, b}, {save(a), save(b)}, [](const Grads& g, const Grads& s) {
+      return Grads{mm(g[0], s[1].t()), mm(s[0].t(), g[0])};
+    });
+  return out;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -235,7 +261,12 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
               "[bmm] cannot multiply {} by {}: batch sizes {} and {} differ", shape_str(a.sizes()),
               shape_str(b.sizes()), a.size(0), b.size(0));
   check_inner("bmm", a, b, a.size(2), b.size(1));
-  return gemm("bmm", a, b, nullptr, 0, 1);
+  Tensor out = gemm("bmm", a, b, nullptr, 0, 1);
+  if (needs_grad({&a, &b}))
+    record("bmm", {out}, {a, b}, {save(a), save(b)}, [](const Grads& g, const Grads& s) {
+      return Grads{bmm(g[0], mT(s[1])), bmm(mT(s[0]), g[0])};
+    });
+  return out;
 }
 
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
@@ -247,7 +278,13 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
               shape_str(b.sizes()));
   check_inner("addmm", a, b, a.size(1), b.size(0));
   check_input_broadcast("addmm", input, {a.size(0), b.size(1)});
-  return gemm("addmm", a, b, &input, beta, alpha);
+  Tensor out = gemm("addmm", a, b, &input, beta, alpha);
+  if (needs_grad({&input, &a, &b}))
+    record("addmm", {out}, {input, a, b}, {save(a), save(b)}, [beta, alpha](const Grads& g, const Grads& s) {
+      // input's gradient is in the result's shape: the engine sums its broadcast dims.
+      return Grads{mul(g[0], beta), mul(mm(g[0], s[1].t()), alpha), mul(mm(s[0].t(), g[0]), alpha)};
+    });
+  return out;
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
@@ -262,7 +299,14 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scal
               shape_str(a.sizes()), shape_str(b.sizes()), a.size(0), b.size(0));
   check_inner("baddbmm", a, b, a.size(2), b.size(1));
   check_input_broadcast("baddbmm", input, {a.size(0), a.size(1), b.size(2)});
-  return gemm("baddbmm", a, b, &input, beta, alpha);
+  Tensor out = gemm("baddbmm", a, b, &input, beta, alpha);
+  if (needs_grad({&input, &a, &b}))
+    record("baddbmm", {out}, {input, a, b}, {save(a), save(b)},
+           [beta, alpha](const Grads& g, const Grads& s) {
+             return Grads{mul(g[0], beta), mul(bmm(g[0], mT(s[1])), alpha),
+                          mul(bmm(mT(s[0]), g[0]), alpha)};
+           });
+  return out;
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
@@ -272,7 +316,13 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(a.size(0) == b.size(0), ShapeError,
               "[dot] cannot multiply {} by {}: lengths {} and {} differ", shape_str(a.sizes()),
               shape_str(b.sizes()), a.size(0), b.size(0));
-  return gemm("dot", a.unsqueeze(0), b.unsqueeze(1), nullptr, 0, 1).view({});
+  // Detached: the views are plumbing, dot records itself below.
+  Tensor out = gemm("dot", a.detach().unsqueeze(0), b.detach().unsqueeze(1), nullptr, 0, 1).view({});
+  if (needs_grad({&a, &b}))
+    record("dot", {out}, {a, b}, {save(a), save(b)}, [](const Grads& g, const Grads& s) {
+      return Grads{mul(g[0], s[1]), mul(g[0], s[0])};
+    });
+  return out;
 }
 
 /// A rank-1 product has no sum to accumulate: it is the broadcast product

@@ -9,6 +9,7 @@
 #include "core/tensor_impl.h"
 #include "autograd/record.h"
 #include "ignis/ops.h"
+#include "ops/reduce_grad.h"
 #include "ops/reduce_kernels.h"
 
 namespace ignis {
@@ -169,13 +170,18 @@ Tensor whole_extreme(const Tensor& x, ReduceOp op, const char* name) {
               "[{}] cannot reduce an empty tensor (shape {}): the operation has no identity; "
               "pass a dim to reduce along a non-empty dimension",
               name, shape_str(x.sizes()));
-  return reduce_values(x, dims_mask({}, x.dim(), name), false, op, x.dtype(), name);
+  const uint64_t mask = dims_mask({}, x.dim(), name);
+  Tensor out = reduce_values(x, mask, false, op, x.dtype(), name);
+  if (needs_grad({&x})) record_extreme(name, x, out, mask, false);
+  return out;
 }
 
 std::tuple<Tensor, Tensor> extreme_along(const Tensor& x, int64_t dim, bool keepdim, ReduceOp op,
                                          const char* name) {
   check_defined(x, name);
-  return reduce_with_indices(x, one_dim_mask(x, dim, name), keepdim, op, true, name);
+  auto [values, indices] = reduce_with_indices(x, one_dim_mask(x, dim, name), keepdim, op, true, name);
+  if (needs_grad({&x})) record_extreme_along(name, x, values, indices, dim, keepdim);
+  return {values, indices};
 }
 
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ReduceOp op,
@@ -194,7 +200,9 @@ Tensor amax_amin(const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op, 
   check_defined(x, name);
   const uint64_t mask = dims_mask(dims, x.dim(), name);
   check_nonempty(x, mask, name);
-  return reduce_values(x, mask, keepdim, op, x.dtype(), name);
+  Tensor out = reduce_values(x, mask, keepdim, op, x.dtype(), name);
+  if (needs_grad({&x})) record_extreme(name, x, out, mask, keepdim);
+  return out;
 }
 
 Tensor var_std(const Tensor& x, const Shape& dims, double correction, bool keepdim, ReduceOp op,
@@ -202,7 +210,9 @@ Tensor var_std(const Tensor& x, const Shape& dims, double correction, bool keepd
   check_defined(x, name);
   const uint64_t mask = dims_mask(dims, x.dim(), name);
   check_floating(x, name);
-  return reduce_values(x, mask, keepdim, op, x.dtype(), name, 2, correction);
+  Tensor out = reduce_values(x, mask, keepdim, op, x.dtype(), name, 2, correction);
+  if (needs_grad({&x})) record_var_std(op == ReduceOp::Std, x, out, mask, keepdim, correction);
+  return out;
 }
 
 Tensor all_any(const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op, const char* name) {
@@ -211,16 +221,6 @@ Tensor all_any(const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op, co
 }
 
 }  // namespace
-
-/// The gradient of a reduction over `mask` broadcast back to the input's shape (the reduced
-/// dims are re-inserted when keepdim was false).
-Tensor expand_reduced_grad(const Tensor& g, const Shape& in_sizes, uint64_t mask, bool keepdim) {
-  Tensor r = g;
-  if (!keepdim)
-    for (int64_t d = 0; d < int64_t(in_sizes.size()); ++d)
-      if (mask >> d & 1) r = r.unsqueeze(d);
-  return r.expand(in_sizes);
-}
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
   check_defined(x, "sum");
@@ -256,8 +256,10 @@ Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
   check_defined(x, "prod");
   const uint64_t mask = dims_mask(dims, x.dim(), "prod");
-  return reduce_values(x, mask, keepdim, ReduceOp::Prod,
-                       is_floating(x.dtype()) ? x.dtype() : kInt64, "prod");
+  Tensor out = reduce_values(x, mask, keepdim, ReduceOp::Prod,
+                             is_floating(x.dtype()) ? x.dtype() : kInt64, "prod");
+  if (needs_grad({&x})) record_prod(x, out, mask, keepdim);
+  return out;
 }
 
 Tensor max(const Tensor& x) { return whole_extreme(x, ReduceOp::Max, "max"); }
@@ -303,7 +305,9 @@ Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
                       : p == -inf ? ReduceOp::NormNegInf
                       : p == 0    ? ReduceOp::NormL0
                                   : ReduceOp::NormP;
-  return reduce_values(x, mask, keepdim, op, x.dtype(), "norm", p);
+  Tensor out = reduce_values(x, mask, keepdim, op, x.dtype(), "norm", p);
+  if (needs_grad({&x})) record_norm(x, out, p, mask, keepdim);
+  return out;
 }
 
 Tensor all(const Tensor& x, const Shape& dims, bool keepdim) {
@@ -318,7 +322,9 @@ Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
   const uint64_t mask = dims_mask(dims, x.dim(), "logsumexp");
   // Integers and bool become the default float dtype, as in PyTorch.
   const Tensor in = is_floating(x.dtype()) ? x : x.to(default_dtype());
-  return reduce_values(in, mask, keepdim, ReduceOp::LogSumExp, in.dtype(), "logsumexp");
+  Tensor out = reduce_values(in, mask, keepdim, ReduceOp::LogSumExp, in.dtype(), "logsumexp");
+  if (needs_grad({&in})) record_logsumexp(in, out, mask, keepdim);
+  return out;
 }
 
 }  // namespace ignis

@@ -2,6 +2,8 @@
 // (a no-op in the common case), views it as (outer, dim, inner) and calls one kernel.
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
+#include "autograd/record.h"
+#include "ops/reduce_grad.h"
 #include "ops/reduce_kernels.h"
 
 namespace ignis {
@@ -45,6 +47,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
   args.inner = s.inner;
   args.log = log;
   softmax_kernel.get(in.device())(args);
+  if (needs_grad({&in})) record_softmax(log, in, out, d);
   return out;
 }
 
@@ -75,6 +78,7 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   args.dim = s.dim;
   args.inner = s.inner;
   cumsum_kernel.get(in.device())(args);
+  if (needs_grad({&in})) record_cumsum(in, out, d);
   return out;
 }
 

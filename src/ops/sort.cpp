@@ -1,5 +1,6 @@
 // Front ends of sort, argsort and topk: dim and k checks, output allocation, one kernel call
 // (src/cpu/sort.cpp on the CPU). A 0-dim tensor sorts as one element.
+#include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -10,6 +11,18 @@ namespace ignis {
 using namespace detail;
 
 namespace {
+/// Values picked along d by `indices` (sort, topk): each gets its gradient back at the index
+/// it came from, in zeros elsewhere.
+void record_picked(const char* op, const Tensor& x, int64_t d, const Tensor& values,
+                   const Tensor& indices) {
+  record(op, {values, indices}, {x}, {save(indices)}, [xs = x.sizes(), d](const auto& g, const auto& s) {
+    const Shape x1 = xs.empty() ? Shape{1} : xs;
+    Tensor idx = s[0].reshape(s[0].dim() == 0 ? Shape{1} : s[0].sizes());
+    Tensor z = zeros(x1, TensorOptions(g[0].dtype(), g[0].device()));
+    return std::vector<Tensor>{scatter(z, d, idx, g[0].reshape(idx.sizes())).reshape(xs)};
+  });
+}
+
 std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descending,
                                      bool with_values, const char* op) {
   IGNIS_CHECK(x.defined(), ValueError, "[{}] undefined tensor", op);
@@ -22,6 +35,7 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descendi
     indices = indices.squeeze(0);
     if (with_values) values = values.squeeze(0);
   }
+  if (with_values && needs_grad({&x})) record_picked(op, x, d, values, indices);
   return {values, indices};
 }
 }  // namespace
@@ -51,7 +65,8 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   Tensor values = make_tensor(shape, x.dtype(), x.device());
   Tensor indices = make_tensor(shape, kInt64, x.device());
   if (values.numel() > 0) topk_kernel.get(x.device())(TopkArgs{values, indices, x1, k, d, largest});
-  if (x.dim() == 0) return {values.squeeze(0), indices.squeeze(0)};
+  if (x.dim() == 0) values = values.squeeze(0), indices = indices.squeeze(0);
+  if (needs_grad({&x})) record_picked("topk", x, d, values, indices);
   return {values, indices};
 }
 
