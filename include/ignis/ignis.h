@@ -9,6 +9,7 @@
 #include "ignis/nn_ops.h"
 #include "ignis/nn/clip_grad.h"
 #include "ignis/nn/containers.h"
+#include "ignis/nn/conv.h"
 #include "ignis/nn/functional.h"
 #include "ignis/nn/init.h"
 #include "ignis/nn/layers.h"
