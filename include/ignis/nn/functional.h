@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ignis/ops.h"
+#include "ignis/nn_ops.h"
 #include "ignis/tensor.h"
 
 namespace ignis::nn::functional {
@@ -86,4 +88,31 @@ struct KLDivOptions {
 /// (0 where target is 0); log_target: exp(target) * (target - input).
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivOptions& opts = {});
 
+}  // namespace ignis::nn::functional
+
+// ---- convolution, pooling, normalisation, padding and resizing -----------------------------
+namespace ignis::nn::functional {
+using ignis::adaptive_avg_pool2d;
+using ignis::avg_pool2d;
+using ignis::batch_norm;
+using ignis::conv2d;
+using ignis::conv_transpose2d;
+using ignis::group_norm;
+using ignis::layer_norm;
+using ignis::max_pool2d;
+
+/// Pads the last dims: pads = {left, right} for the last dim, then {top, bottom} for the one
+/// before, … (PyTorch's order). mode "constant" (with value), "reflect" or "replicate";
+/// negative pads crop.
+Tensor pad(const Tensor& x, const Shape& pads, const std::string& mode = "constant",
+           double value = 0);
+
+struct InterpolateOptions {
+  std::optional<Size2> size;          ///< output (height, width), or
+  std::optional<double> scale_factor;  ///< output = floor(input * scale)
+  std::string mode = "nearest";       ///< "nearest" or "bilinear"
+  bool align_corners = false;          ///< bilinear only
+};
+/// Resizes [N, C, H, W] spatially, as torch.nn.functional.interpolate.
+Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
 }  // namespace ignis::nn::functional

@@ -1,0 +1,88 @@
+// nn::functional::pad and interpolate against loops written from PyTorch's definitions, and
+// their gradients by finite differences.
+#include <cmath>
+
+#include "support/test_support.h"
+
+using namespace ignis;
+using namespace ignis::testing;
+namespace F = ignis::nn::functional;
+
+namespace {
+Tensor rnd(const Shape& shape, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return tensor(random_values(n, -1, 1, seed), shape);
+}
+}  // namespace
+
+TEST(Pad, ModesAgainstIndexArithmetic) {
+  Tensor x = rnd({2, 3, 4, 5}, 1);
+  auto xv = values_of(x);
+  const int64_t l = 2, r = 1, t = 1, b = 3;
+  for (std::string mode : {"constant", "reflect", "replicate"}) {
+    SCOPED_TRACE(mode);
+    Tensor y = F::pad(x, {l, r, t, b}, mode, 0.5);
+    ASSERT_EQ(y.sizes(), (Shape{2, 3, 4 + t + b, 5 + l + r}));
+    auto yv = values_of(y);
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t i = 0; i < 4 + t + b; ++i)
+        for (int64_t j = 0; j < 5 + l + r; ++j) {
+          int64_t si = i - t, sj = j - l;
+          double want;
+          if (mode == "constant") {
+            want = (si < 0 || si >= 4 || sj < 0 || sj >= 5) ? 0.5 : xv[size_t(p * 20 + si * 5 + sj)];
+          } else {
+            auto fix = [&](int64_t v, int64_t n) {
+              if (mode == "reflect") return v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v);
+              return std::clamp<int64_t>(v, 0, n - 1);
+            };
+            want = xv[size_t(p * 20 + fix(si, 4) * 5 + fix(sj, 5))];
+          }
+          ASSERT_EQ(yv[size_t((p * (4 + t + b) + i) * (5 + l + r) + j)], want) << i << "," << j;
+        }
+  }
+  EXPECT_EQ(F::pad(x, {-1, -2}).sizes(), (Shape{2, 3, 4, 2}));  // negative pads crop
+  EXPECT_THROW_MSG(F::pad(x, {5, 0}, "reflect"), ValueError, "[pad] reflect padding of 5 and 0");
+  EXPECT_THROW_MSG(F::pad(x, {1}), ValueError, "[pad] expected an even number of pads");
+  const std::string report = autograd::gradcheck([](const auto& v) { return F::pad(v[0], {1, 2, 2, 1}, "reflect"); }, {x});
+  EXPECT_TRUE(report.empty()) << report;
+}
+
+TEST(Interpolate, NearestAndBilinearFollowPyTorchFormulas) {
+  Tensor x = rnd({1, 2, 5, 4}, 2);
+  auto xv = values_of(x);
+  auto at = [&](int64_t c, int64_t i, int64_t j) { return xv[size_t((c * 5 + i) * 4 + j)]; };
+  // nearest, size 7 x 3: src = floor(dst * in / out)
+  Tensor n = F::interpolate(x, {.size = Size2{7, 3}});
+  auto nv = values_of(n);
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < 7; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        EXPECT_EQ(nv[size_t((c * 7 + i) * 3 + j)], at(c, int64_t(std::floor(i * 5.0 / 7)), int64_t(std::floor(j * 4.0 / 3))));
+  for (bool corners : {false, true}) {
+    SCOPED_TRACE(corners);
+    Tensor y = F::interpolate(x, {.size = Size2{8, 6}, .mode = "bilinear", .align_corners = corners});
+    auto yv = values_of(y);
+    auto src = [&](int64_t d, int64_t in, int64_t out) {
+      return corners ? double(d) * (in - 1) / (out - 1) : std::max((d + 0.5) * in / out - 0.5, 0.0);
+    };
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t i = 0; i < 8; ++i)
+        for (int64_t j = 0; j < 6; ++j) {
+          const double si = src(i, 5, 8), sj = src(j, 4, 6);
+          const int64_t i0 = std::min<int64_t>(int64_t(si), 4), j0 = std::min<int64_t>(int64_t(sj), 3);
+          const int64_t i1 = std::min<int64_t>(i0 + 1, 4), j1 = std::min<int64_t>(j0 + 1, 3);
+          const double a = si - i0, b = sj - j0;
+          const double want = (1 - a) * ((1 - b) * at(c, i0, j0) + b * at(c, i0, j1)) +
+                              a * ((1 - b) * at(c, i1, j0) + b * at(c, i1, j1));
+          EXPECT_NEAR(yv[size_t((c * 8 + i) * 6 + j)], want, 1e-12);
+        }
+  }
+  EXPECT_EQ(F::interpolate(x, {.scale_factor = 2.0}).sizes(), (Shape{1, 2, 10, 8}));
+  EXPECT_THROW_MSG(F::interpolate(x, {}), ValueError, "[interpolate] give exactly one of size and scale_factor");
+  EXPECT_THROW_MSG(F::interpolate(x, {.size = Size2{2, 2}, .mode = "cubic"}), ValueError, "mode must be");
+  const std::string report = autograd::gradcheck(
+      [](const auto& v) { return F::interpolate(v[0], {.size = Size2{7, 6}, .mode = "bilinear"}); }, {x});
+  EXPECT_TRUE(report.empty()) << report;
+}
