@@ -76,6 +76,14 @@ void cpu_for_each(const ElementwisePlan& p, const Body& body, int64_t grain = de
 
 namespace ignis::cpu {
 
+/// Calls f.template operator()<T>() with T = double for float64 and float otherwise, for
+/// kernels whose front end has already converted 16-bit inputs to float32.
+template <class F>
+void visit_float_or_double(DType t, const F& f) {
+  if (t == kFloat64) f.template operator()<double>();
+  else f.template operator()<float>();
+}
+
 // Note [Streaming stores]
 // An output far larger than the caches will not be read back from them, yet a normal store
 // first reads each line into the cache (write-allocate): 4 memory streams for c = a + b

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/loops.h"
 #include "core/parallel.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
@@ -243,29 +244,22 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
   for (int64_t k = 0; k < width; ++k) gw[k] = T(tot[k]), gb[k] = T(tot[width + k]);
 }
 
-template <class F>
-void by_dtype(DType t, const F& f) {
-  if (t == kFloat64)
-    f.template operator()<double>();
-  else
-    f.template operator()<float>();
-}
 
 }  // namespace
 
 void register_nn_cpu() {
   using namespace detail;
   batch_norm_forward_kernel.set(DeviceType::CPU, [](const BatchNormArgs& a) {
-    by_dtype(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
   });
   batch_norm_backward_kernel.set(DeviceType::CPU, [](const BatchNormBackwardArgs& a) {
-    by_dtype(a.input.dtype(), [&]<class T>() { batch_norm_backward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_backward<T>(a); });
   });
   row_norm_forward_kernel.set(DeviceType::CPU, [](const RowNormArgs& a) {
-    by_dtype(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });
   });
   row_norm_backward_kernel.set(DeviceType::CPU, [](const RowNormBackwardArgs& a) {
-    by_dtype(a.input.dtype(), [&]<class T>() { row_norm_backward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_backward<T>(a); });
   });
   register_pool_cpu();
 #ifdef IGNIS_WITH_DNNL

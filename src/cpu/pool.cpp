@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/loops.h"
 #include "core/parallel.h"
 #include "ops/nn_kernels.h"
 
@@ -191,14 +192,6 @@ void adaptive_backward(const Tensor& go, const Tensor& gi) {
   });
 }
 
-/// Calls f.template operator()<T>() for float or double.
-template <class F>
-void by_dtype(DType t, const F& f) {
-  if (t == kFloat64)
-    f.template operator()<double>();
-  else
-    f.template operator()<float>();
-}
 
 }  // namespace
 
@@ -206,25 +199,25 @@ void register_pool_cpu() {
   using namespace detail;
   max_pool2d_forward_kernel.set(
       DeviceType::CPU, [](const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
-        by_dtype(in.dtype(), [&]<class T>() { max_forward<T>(in, out, idx, p); });
+        visit_float_or_double(in.dtype(), [&]<class T>() { max_forward<T>(in, out, idx, p); });
       });
   max_pool2d_backward_kernel.set(
       DeviceType::CPU, [](const Tensor& go, const Tensor& idx, const Tensor& gi) {
-        by_dtype(go.dtype(), [&]<class T>() { max_backward<T>(go, idx, gi); });
+        visit_float_or_double(go.dtype(), [&]<class T>() { max_backward<T>(go, idx, gi); });
       });
   avg_pool2d_forward_kernel.set(
       DeviceType::CPU, [](const Tensor& in, const Tensor& out, const Pool2dParams& p) {
-        by_dtype(in.dtype(), [&]<class T>() { avg_forward<T>(in, out, p); });
+        visit_float_or_double(in.dtype(), [&]<class T>() { avg_forward<T>(in, out, p); });
       });
   avg_pool2d_backward_kernel.set(
       DeviceType::CPU, [](const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
-        by_dtype(go.dtype(), [&]<class T>() { avg_backward<T>(go, gi, p); });
+        visit_float_or_double(go.dtype(), [&]<class T>() { avg_backward<T>(go, gi, p); });
       });
   adaptive_avg_pool2d_forward_kernel.set(DeviceType::CPU, [](const Tensor& in, const Tensor& out) {
-    by_dtype(in.dtype(), [&]<class T>() { adaptive_forward<T>(in, out); });
+    visit_float_or_double(in.dtype(), [&]<class T>() { adaptive_forward<T>(in, out); });
   });
   adaptive_avg_pool2d_backward_kernel.set(DeviceType::CPU, [](const Tensor& go, const Tensor& gi) {
-    by_dtype(go.dtype(), [&]<class T>() { adaptive_backward<T>(go, gi); });
+    visit_float_or_double(go.dtype(), [&]<class T>() { adaptive_backward<T>(go, gi); });
   });
 }
 
