@@ -20,6 +20,8 @@
 #include <numeric>
 #include <thread>
 
+#include <omp.h>
+
 #include "core/error.h"
 #include "ignis/ops.h"
 
@@ -108,6 +110,10 @@ class EpochRun {
   }
 
   void work() {
+    // One OpenMP thread per worker (the parallelism is across workers, as PyTorch's workers
+    // run with torch.set_num_threads(1)); a new std::thread would otherwise start a full
+    // OpenMP team in every op and the workers would fight over the cores.
+    omp_set_num_threads(1);
     const int64_t n = int64_t(batches_.size());
     for (;;) {
       int64_t b;

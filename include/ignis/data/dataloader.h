@@ -6,7 +6,8 @@
 // different, reproducible order per epoch. A custom Sampler replaces this (a distributed
 // sampler plugs in here).
 //
-// Workers: with num_workers > 0, threads build batches b, b + W, ... at most
+// Workers: with num_workers > 0, threads (each running its ops on one OpenMP thread, like
+// PyTorch's workers) build the batches in order of claim, at most
 // prefetch_factor * num_workers batches ahead of the consumer, and the loader hands them out in
 // order, so the batches are the same whatever the worker count. Stopping early (break, the
 // iterator or the loader going away) stops and joins the workers; an exception in a worker is
