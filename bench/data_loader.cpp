@@ -24,23 +24,35 @@ int main(int argc, char** argv) {
   set_num_threads(1);  // parallelism comes from the loader's workers only
   auto ds = std::make_shared<SyntheticDataset>(n, Shape{3, 32, 32}, 10, 1);
   auto pipe = std::make_shared<Compose>(
-      0, std::vector<std::shared_ptr<BatchTransform>>{
-             std::make_shared<ToFloat>(),
-             std::make_shared<Normalize>(std::vector<double>{0.4914, 0.4822, 0.4465},
-                                         std::vector<double>{0.2470, 0.2435, 0.2616}),
-             std::make_shared<RandomCrop>(32, 32, 4), std::make_shared<RandomHorizontalFlip>()});
+      0,
+      std::vector<std::shared_ptr<BatchTransform>>{
+          std::make_shared<ToFloat>(),
+          std::make_shared<Normalize>(
+              std::vector<double>{0.4914, 0.4822, 0.4465},
+              std::vector<double>{0.2470, 0.2435, 0.2616}),
+          std::make_shared<RandomCrop>(32, 32, 4),
+          std::make_shared<RandomHorizontalFlip>()});
   for (int workers : {0, 1, 2}) {
-    DataLoader loader(ds, {.batch_size = 128, .shuffle = true, .seed = 1, .num_workers = workers,
-                           .transform = [pipe](Batch& b) { (*pipe)(b); }});
+    DataLoader loader(
+        ds,
+        {.batch_size = 128,
+         .shuffle = true,
+         .seed = 1,
+         .num_workers = workers,
+         .transform = [pipe](Batch& b) { (*pipe)(b); }});
     for (auto& b : loader) (void)b;  // warm-up epoch
     const auto t0 = std::chrono::steady_clock::now();
     int64_t images = 0;
     for (int e = 0; e < epochs; ++e)
       for (auto& [x, y] : loader) images += x.size(0);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("{\"bench\": \"data_loader\", \"workers\": %d, \"batch\": 128, \"images\": %lld, "
-                "\"seconds\": %.4f, \"images_per_s\": %.0f}\n",
-                workers, (long long)images, s, double(images) / s);
+    std::printf(
+        "{\"bench\": \"data_loader\", \"workers\": %d, \"batch\": 128, \"images\": %lld, "
+        "\"seconds\": %.4f, \"images_per_s\": %.0f}\n",
+        workers,
+        (long long)images,
+        s,
+        double(images) / s);
   }
   return 0;
 }

@@ -30,34 +30,38 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
   const int64_t h = out.size(2), w = out.size(3);
   const T* src = static_cast<const T*>(in.data_ptr());
   T* dst = static_cast<T*>(out.data_ptr());
-  ignis::detail::parallel_for(0, B, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C * h * w)),
-                              [&](int64_t b0, int64_t b1) {
-    std::vector<int64_t> cols(static_cast<size_t>(w));
-    for (int64_t b = b0; b < b1; ++b) {
-      const auto& win = p.windows[size_t(b)];
-      for (int64_t x = 0; x < w; ++x)
-        cols[size_t(x)] = source_coord(win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
-      for (int64_t c = 0; c < C; ++c) {
-        const T* plane = src + (b * C + c) * H * W;
-        T* oplane = dst + (b * C + c) * h * w;
-        for (int64_t y = 0; y < h; ++y) {
-          T* orow = oplane + y * w;
-          const int64_t sy = source_coord(win.top + y, H, p.reflect);
-          if (sy < 0) {
-            std::memset(orow, 0, size_t(w) * sizeof(T));
-            continue;
-          }
-          const T* row = plane + sy * W;
-          for (int64_t x = 0; x < w; ++x) {
-            const int64_t sx = cols[size_t(x)];
-            orow[x] = sx >= 0 ? row[sx] : T(0);
+  ignis::detail::parallel_for(
+      0,
+      B,
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C * h * w)),
+      [&](int64_t b0, int64_t b1) {
+        std::vector<int64_t> cols(static_cast<size_t>(w));
+        for (int64_t b = b0; b < b1; ++b) {
+          const auto& win = p.windows[size_t(b)];
+          for (int64_t x = 0; x < w; ++x)
+            cols[size_t(x)] = source_coord(win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
+          for (int64_t c = 0; c < C; ++c) {
+            const T* plane = src + (b * C + c) * H * W;
+            T* oplane = dst + (b * C + c) * h * w;
+            for (int64_t y = 0; y < h; ++y) {
+              T* orow = oplane + y * w;
+              const int64_t sy = source_coord(win.top + y, H, p.reflect);
+              if (sy < 0) {
+                std::memset(orow, 0, size_t(w) * sizeof(T));
+                continue;
+              }
+              const T* row = plane + sy * W;
+              for (int64_t x = 0; x < w; ++x) {
+                const int64_t sx = cols[size_t(x)];
+                orow[x] = sx >= 0 ? row[sx] : T(0);
+              }
+            }
+            for (int64_t y = win.cut_y0; y < win.cut_y1; ++y)
+              std::memset(
+                  oplane + y * w + win.cut_x0, 0, size_t(win.cut_x1 - win.cut_x0) * sizeof(T));
           }
         }
-        for (int64_t y = win.cut_y0; y < win.cut_y1; ++y)
-          std::memset(oplane + y * w + win.cut_x0, 0, size_t(win.cut_x1 - win.cut_x0) * sizeof(T));
-      }
-    }
-  });
+      });
 }
 
 void sample_geometry_cpu(const Tensor& in, Tensor& out, const GeometryParams& p) {

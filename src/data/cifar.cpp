@@ -17,14 +17,22 @@ std::vector<std::string> read_names(const std::string& path, size_t expected, co
   std::vector<std::string> names;
   for (auto& line : detail::read_text_lines(path, op))
     if (!line.empty()) names.push_back(line);
-  IGNIS_CHECK(names.size() == expected, IOError,
-              "[{}] {}: expected {} class names, found {}", op, path, expected, names.size());
+  IGNIS_CHECK(
+      names.size() == expected,
+      IOError,
+      "[{}] {}: expected {} class names, found {}",
+      op,
+      path,
+      expected,
+      names.size());
   return names;
 }
 
 /// Reads the files in order and joins them.
-LabeledImages read_cifar_files(const std::vector<std::string>& files, int label_bytes,
-                               const std::vector<int64_t>& num_classes) {
+LabeledImages read_cifar_files(
+    const std::vector<std::string>& files,
+    int label_bytes,
+    const std::vector<int64_t>& num_classes) {
   std::vector<Tensor> images;
   std::vector<std::vector<Tensor>> labels(static_cast<size_t>(label_bytes));
   for (const auto& f : files) {
@@ -44,19 +52,29 @@ LabeledImages read_cifar_files(const std::vector<std::string>& files, int label_
 
 }  // namespace
 
-void read_cifar_file(const std::string& path, int label_bytes,
-                     const std::vector<int64_t>& num_classes, Tensor& images,
-                     std::vector<Tensor>& labels) {
-  IGNIS_CHECK(label_bytes >= 1 && size_t(label_bytes) == num_classes.size(), ValueError,
-              "[read_cifar] {} label bytes need as many class counts, got {}", label_bytes,
-              num_classes.size());
+void read_cifar_file(
+    const std::string& path,
+    int label_bytes,
+    const std::vector<int64_t>& num_classes,
+    Tensor& images,
+    std::vector<Tensor>& labels) {
+  IGNIS_CHECK(
+      label_bytes >= 1 && size_t(label_bytes) == num_classes.size(),
+      ValueError,
+      "[read_cifar] {} label bytes need as many class counts, got {}",
+      label_bytes,
+      num_classes.size());
   const std::vector<uint8_t> bytes = detail::read_file_bytes(path, "read_cifar");
   const int64_t record = label_bytes + kPixels;
   const int64_t size = int64_t(bytes.size());
-  IGNIS_CHECK(size > 0 && size % record == 0, IOError,
-              "[read_cifar] {}: truncated or not a CIFAR batch: expected a positive multiple of "
-              "{}-byte records, found {} bytes",
-              path, record, size);
+  IGNIS_CHECK(
+      size > 0 && size % record == 0,
+      IOError,
+      "[read_cifar] {}: truncated or not a CIFAR batch: expected a positive multiple of "
+      "{}-byte records, found {} bytes",
+      path,
+      record,
+      size);
   const int64_t n = size / record;
   images = empty({n, 3, 32, 32}, kUInt8);
   labels.assign(size_t(label_bytes), Tensor());
@@ -69,9 +87,15 @@ void read_cifar_file(const std::string& path, int label_bytes,
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* rec = bytes.data() + i * record;
     for (int k = 0; k < label_bytes; ++k) {
-      IGNIS_CHECK(int64_t(rec[k]) < num_classes[size_t(k)], IOError,
-                  "[read_cifar] {}: label byte {} of record {} is {}: out of range, expected < {}",
-                  path, k, i, int(rec[k]), num_classes[size_t(k)]);
+      IGNIS_CHECK(
+          int64_t(rec[k]) < num_classes[size_t(k)],
+          IOError,
+          "[read_cifar] {}: label byte {} of record {} is {}: out of range, expected < {}",
+          path,
+          k,
+          i,
+          int(rec[k]),
+          num_classes[size_t(k)]);
       lab[size_t(k)][i] = rec[k];
     }
     std::memcpy(px + i * kPixels, rec + label_bytes, size_t(kPixels));

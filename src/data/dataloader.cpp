@@ -13,14 +13,14 @@
 // hold the data set through a shared_ptr, so destroying the loader first is safe too.
 #include "ignis/data/dataloader.h"
 
+#include <omp.h>
+
 #include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <thread>
-
-#include <omp.h>
 
 #include "core/error.h"
 #include "ignis/ops.h"
@@ -44,8 +44,11 @@ namespace detail {
 
 class EpochRun {
  public:
-  EpochRun(DatasetPtr dataset, const DataLoaderOptions& opt,
-           std::vector<std::vector<int64_t>> batches, int64_t epoch)
+  EpochRun(
+      DatasetPtr dataset,
+      const DataLoaderOptions& opt,
+      std::vector<std::vector<int64_t>> batches,
+      int64_t epoch)
       : dataset_(std::move(dataset)), opt_(opt), batches_(std::move(batches)), epoch_(epoch) {
     const int workers = std::max(0, opt_.num_workers);
     window_ = int64_t(workers) * std::max(1, opt_.prefetch_factor);
@@ -119,7 +122,8 @@ class EpochRun {
       int64_t b;
       {
         std::unique_lock<std::mutex> lock(m_);
-        work_cv_.wait(lock, [&] { return stop_ || claimed_ >= n || claimed_ < consumed_ + window_; });
+        work_cv_.wait(
+            lock, [&] { return stop_ || claimed_ >= n || claimed_ < consumed_ + window_; });
         if (stop_ || claimed_ >= n) return;
         b = claimed_++;
       }
@@ -156,10 +160,16 @@ class EpochRun {
 DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   IGNIS_CHECK(dataset_ != nullptr, ValueError, "[DataLoader] no data set");
-  IGNIS_CHECK(options_.batch_size >= 1, ValueError, "[DataLoader] batch_size must be >= 1, got {}",
-              options_.batch_size);
-  IGNIS_CHECK(options_.num_workers >= 0, ValueError,
-              "[DataLoader] num_workers must be >= 0, got {}", options_.num_workers);
+  IGNIS_CHECK(
+      options_.batch_size >= 1,
+      ValueError,
+      "[DataLoader] batch_size must be >= 1, got {}",
+      options_.batch_size);
+  IGNIS_CHECK(
+      options_.num_workers >= 0,
+      ValueError,
+      "[DataLoader] num_workers must be >= 0, got {}",
+      options_.num_workers);
   if (options_.sampler)
     sampler_ = options_.sampler;
   else if (options_.shuffle)

@@ -12,8 +12,8 @@ namespace ignis::data {
 
 namespace {
 void check_index(int64_t i, int64_t n, const char* who) {
-  IGNIS_CHECK(i >= 0 && i < n, IndexError, "[{}] index {} out of range for a data set of {}", who,
-              i, n);
+  IGNIS_CHECK(
+      i >= 0 && i < n, IndexError, "[{}] index {} out of range for a data set of {}", who, i, n);
 }
 }  // namespace
 
@@ -36,9 +36,13 @@ TensorDataset::TensorDataset(std::vector<Tensor> tensors) : tensors_(std::move(t
   IGNIS_CHECK(!tensors_.empty(), ValueError, "[TensorDataset] needs at least one tensor");
   size_ = tensors_[0].dim() > 0 ? tensors_[0].size(0) : -1;
   for (size_t k = 0; k < tensors_.size(); ++k)
-    IGNIS_CHECK(tensors_[k].dim() > 0 && tensors_[k].size(0) == size_, ShapeError,
-                "[TensorDataset] tensor {} has {} samples, tensor 0 has {}", k,
-                tensors_[k].dim() > 0 ? tensors_[k].size(0) : 0, size_);
+    IGNIS_CHECK(
+        tensors_[k].dim() > 0 && tensors_[k].size(0) == size_,
+        ShapeError,
+        "[TensorDataset] tensor {} has {} samples, tensor 0 has {}",
+        k,
+        tensors_[k].dim() > 0 ? tensors_[k].size(0) : 0,
+        size_);
 }
 
 Example TensorDataset::get(int64_t i) const {
@@ -92,8 +96,8 @@ Example ConcatDataset::get(int64_t i) const {
   return parts_[part]->get(i - start);
 }
 
-SyntheticDataset::SyntheticDataset(int64_t n, const Shape& sample_shape, int64_t num_classes,
-                                   uint64_t seed)
+SyntheticDataset::SyntheticDataset(
+    int64_t n, const Shape& sample_shape, int64_t num_classes, uint64_t seed)
     : TensorDataset([&] {
         Generator gen(seed);
         Shape shape = {n};

@@ -13,8 +13,12 @@
 namespace ignis::data::detail {
 
 std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
-  IGNIS_CHECK(std::filesystem::is_regular_file(path), IOError, "[{}] cannot open {}: no such file",
-              op, path);
+  IGNIS_CHECK(
+      std::filesystem::is_regular_file(path),
+      IOError,
+      "[{}] cannot open {}: no such file",
+      op,
+      path);
   gzFile f = gzopen(path.c_str(), "rb");
   IGNIS_CHECK(f != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
   std::vector<uint8_t> bytes;
@@ -36,8 +40,13 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
   const char* msg = gzerror(f, &code);
   const std::string err = msg ? msg : "";
   gzclose(f);
-  IGNIS_CHECK(code == Z_OK || code == Z_STREAM_END, IOError,
-              "[{}] {}: corrupt or truncated gzip data ({})", op, path, err);
+  IGNIS_CHECK(
+      code == Z_OK || code == Z_STREAM_END,
+      IOError,
+      "[{}] {}: corrupt or truncated gzip data ({})",
+      op,
+      path,
+      err);
   return bytes;
 }
 

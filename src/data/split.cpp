@@ -28,15 +28,22 @@ std::vector<int64_t> split_sizes(int64_t n, const std::vector<double>& lengths) 
   }
   int64_t sum = 0;
   for (double c : lengths) {
-    IGNIS_CHECK(c >= 0 && c == std::floor(c), ValueError,
-                "[random_split] length {} is neither a fraction (the lengths sum to {}, not 1) nor "
-                "a whole count",
-                c, total);
+    IGNIS_CHECK(
+        c >= 0 && c == std::floor(c),
+        ValueError,
+        "[random_split] length {} is neither a fraction (the lengths sum to {}, not 1) nor "
+        "a whole count",
+        c,
+        total);
     sizes.push_back(int64_t(c));
     sum += sizes.back();
   }
-  IGNIS_CHECK(sum == n, ValueError,
-              "[random_split] the counts sum to {} but the data set has {} samples", sum, n);
+  IGNIS_CHECK(
+      sum == n,
+      ValueError,
+      "[random_split] the counts sum to {} but the data set has {} samples",
+      sum,
+      n);
   return sizes;
 }
 
@@ -48,8 +55,8 @@ std::vector<int64_t> permutation(int64_t n, Generator& gen) {
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> split_indices(int64_t n, const std::vector<double>& lengths,
-                                                uint64_t seed) {
+std::vector<std::vector<int64_t>> split_indices(
+    int64_t n, const std::vector<double>& lengths, uint64_t seed) {
   const std::vector<int64_t> sizes = split_sizes(n, lengths);
   Generator gen(seed);
   const std::vector<int64_t> perm = permutation(n, gen);
@@ -62,11 +69,13 @@ std::vector<std::vector<int64_t>> split_indices(int64_t n, const std::vector<dou
   return parts;
 }
 
-std::vector<std::vector<int64_t>> stratified_split_indices(const Tensor& labels,
-                                                           const std::vector<double>& lengths,
-                                                           uint64_t seed) {
-  IGNIS_CHECK(labels.dim() == 1, ShapeError, "[stratified_split] labels must be 1-D, got {} dims",
-              labels.dim());
+std::vector<std::vector<int64_t>> stratified_split_indices(
+    const Tensor& labels, const std::vector<double>& lengths, uint64_t seed) {
+  IGNIS_CHECK(
+      labels.dim() == 1,
+      ShapeError,
+      "[stratified_split] labels must be 1-D, got {} dims",
+      labels.dim());
   const std::vector<int64_t> lab = labels.to(kInt64).to_vector<int64_t>();
   std::map<int64_t, std::vector<int64_t>> by_class;  // ordered: classes in ascending order
   for (size_t i = 0; i < lab.size(); ++i) by_class[lab[i]].push_back(int64_t(i));
@@ -93,27 +102,30 @@ std::vector<std::vector<int64_t>> stratified_split_indices(const Tensor& labels,
 }
 
 namespace {
-std::vector<std::shared_ptr<Subset>> subsets(const DatasetPtr& dataset,
-                                             std::vector<std::vector<int64_t>> parts) {
+std::vector<std::shared_ptr<Subset>> subsets(
+    const DatasetPtr& dataset, std::vector<std::vector<int64_t>> parts) {
   std::vector<std::shared_ptr<Subset>> out;
   for (auto& p : parts) out.push_back(std::make_shared<Subset>(dataset, std::move(p)));
   return out;
 }
 }  // namespace
 
-std::vector<std::shared_ptr<Subset>> random_split(const DatasetPtr& dataset,
-                                                  const std::vector<double>& lengths,
-                                                  uint64_t seed) {
+std::vector<std::shared_ptr<Subset>> random_split(
+    const DatasetPtr& dataset, const std::vector<double>& lengths, uint64_t seed) {
   return subsets(dataset, split_indices(dataset->size(), lengths, seed));
 }
 
-std::vector<std::shared_ptr<Subset>> stratified_split(const DatasetPtr& dataset,
-                                                      const Tensor& labels,
-                                                      const std::vector<double>& lengths,
-                                                      uint64_t seed) {
-  IGNIS_CHECK(labels.dim() == 1 && labels.size(0) == dataset->size(), ShapeError,
-              "[stratified_split] expected {} labels, got shape with {} dims", dataset->size(),
-              labels.dim());
+std::vector<std::shared_ptr<Subset>> stratified_split(
+    const DatasetPtr& dataset,
+    const Tensor& labels,
+    const std::vector<double>& lengths,
+    uint64_t seed) {
+  IGNIS_CHECK(
+      labels.dim() == 1 && labels.size(0) == dataset->size(),
+      ShapeError,
+      "[stratified_split] expected {} labels, got shape with {} dims",
+      dataset->size(),
+      labels.dim());
   return subsets(dataset, stratified_split_indices(labels, lengths, seed));
 }
 

@@ -19,7 +19,7 @@ struct SampleWindow {
 };
 
 struct GeometryParams {
-  bool reflect = false;  ///< outside the source: reflect (true) or zero (false)
+  bool reflect = false;               ///< outside the source: reflect (true) or zero (false)
   std::vector<SampleWindow> windows;  ///< one per sample
 };
 

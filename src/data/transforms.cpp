@@ -15,26 +15,35 @@ namespace ignis::data {
 using detail::GeometryParams;
 using detail::SampleWindow;
 
-std::array<uint32_t, 4> transform_words(uint64_t seed, int64_t epoch, int64_t index,
-                                        uint32_t stream) {
+std::array<uint32_t, 4> transform_words(
+    uint64_t seed, int64_t epoch, int64_t index, uint32_t stream) {
   namespace ph = kernels::philox;
   const uint64_t i = uint64_t(index);
   const ph::Words w = ph::philox4x32_10(
       ph::Words{{uint32_t(i), uint32_t(i >> 32), uint32_t(uint64_t(epoch)), stream}},
-      uint32_t(seed), uint32_t(seed >> 32));
+      uint32_t(seed),
+      uint32_t(seed >> 32));
   return {w.w[0], w.w[1], w.w[2], w.w[3]};
 }
 
 namespace {
 
 void check_images(const Tensor& x, const TransformContext& ctx, const char* op) {
-  IGNIS_CHECK(x.dim() == 4, ShapeError, "[{}] expected a [B, C, H, W] batch, got {} dims", op,
-              x.dim());
-  IGNIS_CHECK(ctx.indices != nullptr && int64_t(ctx.indices->size()) == x.size(0), ValueError,
-              "[{}] expected one sample index per image ({}), got {}", op, x.size(0),
-              ctx.indices ? ctx.indices->size() : 0);
-  IGNIS_CHECK(x.dtype() == kUInt8 || x.dtype() == kFloat32, DTypeError,
-              "[{}] expected uint8 or float32 images, got {}", op, dtype_name(x.dtype()));
+  IGNIS_CHECK(
+      x.dim() == 4, ShapeError, "[{}] expected a [B, C, H, W] batch, got {} dims", op, x.dim());
+  IGNIS_CHECK(
+      ctx.indices != nullptr && int64_t(ctx.indices->size()) == x.size(0),
+      ValueError,
+      "[{}] expected one sample index per image ({}), got {}",
+      op,
+      x.size(0),
+      ctx.indices ? ctx.indices->size() : 0);
+  IGNIS_CHECK(
+      x.dtype() == kUInt8 || x.dtype() == kFloat32,
+      DTypeError,
+      "[{}] expected uint8 or float32 images, got {}",
+      op,
+      dtype_name(x.dtype()));
 }
 
 Tensor run_geometry(const Tensor& x, int64_t h, int64_t w, const GeometryParams& p) {
@@ -54,15 +63,22 @@ Tensor ToFloat::operator()(const Tensor& x, const TransformContext&) const {
 
 Normalize::Normalize(std::vector<double> mean, std::vector<double> std)
     : mean_(std::move(mean)), std_(std::move(std)) {
-  IGNIS_CHECK(mean_.size() == std_.size() && !mean_.empty(), ValueError,
-              "[Normalize] {} means but {} stds", mean_.size(), std_.size());
+  IGNIS_CHECK(
+      mean_.size() == std_.size() && !mean_.empty(),
+      ValueError,
+      "[Normalize] {} means but {} stds",
+      mean_.size(),
+      std_.size());
   for (double s : std_) IGNIS_CHECK(s != 0, ValueError, "[Normalize] std of 0");
 }
 
 Tensor Normalize::operator()(const Tensor& x, const TransformContext&) const {
-  IGNIS_CHECK(x.dim() >= 2 && x.size(1) == int64_t(mean_.size()), ShapeError,
-              "[Normalize] expected {} channels in dim 1, got shape with {} dims", mean_.size(),
-              x.dim());
+  IGNIS_CHECK(
+      x.dim() >= 2 && x.size(1) == int64_t(mean_.size()),
+      ShapeError,
+      "[Normalize] expected {} channels in dim 1, got shape with {} dims",
+      mean_.size(),
+      x.dim());
   Shape s(size_t(x.dim()), 1);
   s[1] = int64_t(mean_.size());
   const Tensor m = tensor(mean_, s, {kFloat32, x.device()});
@@ -74,19 +90,34 @@ Tensor Normalize::operator()(const Tensor& x, const TransformContext&) const {
 
 RandomCrop::RandomCrop(int64_t height, int64_t width, int64_t padding, PadMode mode)
     : h_(height), w_(width), pad_(padding), mode_(mode) {
-  IGNIS_CHECK(h_ > 0 && w_ > 0 && pad_ >= 0, ValueError,
-              "[RandomCrop] need positive size and padding >= 0, got {}x{} padding {}", h_, w_,
-              pad_);
+  IGNIS_CHECK(
+      h_ > 0 && w_ > 0 && pad_ >= 0,
+      ValueError,
+      "[RandomCrop] need positive size and padding >= 0, got {}x{} padding {}",
+      h_,
+      w_,
+      pad_);
 }
 
 Tensor RandomCrop::operator()(const Tensor& x, const TransformContext& ctx) const {
   check_images(x, ctx, "RandomCrop");
   const int64_t H = x.size(2), W = x.size(3);
-  IGNIS_CHECK(H + 2 * pad_ >= h_ && W + 2 * pad_ >= w_, ShapeError,
-              "[RandomCrop] a {}x{} crop does not fit a {}x{} image padded by {}", h_, w_, H, W,
-              pad_);
-  IGNIS_CHECK(mode_ != PadMode::Reflect || (pad_ < H && pad_ < W), ValueError,
-              "[RandomCrop] reflect padding {} needs images larger than it, got {}x{}", pad_, H, W);
+  IGNIS_CHECK(
+      H + 2 * pad_ >= h_ && W + 2 * pad_ >= w_,
+      ShapeError,
+      "[RandomCrop] a {}x{} crop does not fit a {}x{} image padded by {}",
+      h_,
+      w_,
+      H,
+      W,
+      pad_);
+  IGNIS_CHECK(
+      mode_ != PadMode::Reflect || (pad_ < H && pad_ < W),
+      ValueError,
+      "[RandomCrop] reflect padding {} needs images larger than it, got {}x{}",
+      pad_,
+      H,
+      W);
   GeometryParams p;
   p.reflect = mode_ == PadMode::Reflect;
   p.windows.resize(size_t(x.size(0)));

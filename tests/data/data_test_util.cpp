@@ -1,12 +1,11 @@
 #include "data/data_test_util.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <fstream>
 #include <stdexcept>
-
-#include <unistd.h>
 
 namespace ignis::testing {
 
@@ -40,8 +39,8 @@ void write_text(const std::string& path, const std::string& text) {
   write_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
-std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
-                               uint8_t type) {
+std::vector<uint8_t> idx_bytes(
+    const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data, uint8_t type) {
   std::vector<uint8_t> out = {0, 0, type, uint8_t(dims.size())};
   for (uint32_t d : dims)
     for (int s = 24; s >= 0; s -= 8) out.push_back(uint8_t(d >> s));

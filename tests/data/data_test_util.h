@@ -28,7 +28,7 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes);
 void write_text(const std::string& path, const std::string& text);
 /// An IDX file of uint8: header (0, 0, 0x08, dims.size(), big-endian sizes) + data.
-std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
-                               uint8_t type = 0x08);
+std::vector<uint8_t> idx_bytes(
+    const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data, uint8_t type = 0x08);
 
 }  // namespace ignis::testing

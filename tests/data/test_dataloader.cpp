@@ -19,8 +19,8 @@ namespace {
 using namespace ignis::data;
 
 std::shared_ptr<TensorDataset> numbered(int64_t n) {
-  return std::make_shared<TensorDataset>(std::vector<Tensor>{
-      arange(n * 3, kFloat32).reshape({n, 3}), arange(n, kInt64)});
+  return std::make_shared<TensorDataset>(
+      std::vector<Tensor>{arange(n * 3, kFloat32).reshape({n, 3}), arange(n, kInt64)});
 }
 
 /// All labels of one epoch, batch by batch.
@@ -76,8 +76,12 @@ class EvenSampler : public Sampler {
 };
 
 TEST(DataLoader, SamplerHookAndDevice) {
-  DataLoader loader(numbered(10), {.batch_size = 2, .sampler = std::make_shared<EvenSampler>(),
-                                   .pin_memory = true, .device = Device::cpu()});
+  DataLoader loader(
+      numbered(10),
+      {.batch_size = 2,
+       .sampler = std::make_shared<EvenSampler>(),
+       .pin_memory = true,
+       .device = Device::cpu()});
   EXPECT_EQ(loader.size(), 3);
   auto b = epoch_labels(loader);
   EXPECT_EQ(b, (std::vector<std::vector<int64_t>>{{8, 6}, {4, 2}, {0}}));
@@ -150,9 +154,17 @@ class ThrowingDataset : public Dataset {
 
 TEST(DataLoader, WorkerErrorsReachTheConsumer) {
   for (int workers : {0, 2}) {
-    DataLoader loader(std::make_shared<ThrowingDataset>(), {.batch_size = 5, .num_workers = workers});
+    DataLoader loader(
+        std::make_shared<ThrowingDataset>(), {.batch_size = 5, .num_workers = workers});
     int ok = 0;
-    EXPECT_THROW_MSG(for (auto& b : loader) { (void)b; ++ok; }, IOError, "sample 13 unreadable");
+    EXPECT_THROW_MSG(
+        for (auto& b
+             : loader) {
+          (void)b;
+          ++ok;
+        },
+        IOError,
+        "sample 13 unreadable");
     EXPECT_EQ(ok, 2);
   }
 }

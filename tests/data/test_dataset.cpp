@@ -16,8 +16,8 @@ namespace {
 using namespace ignis::data;
 
 std::shared_ptr<TensorDataset> numbered(int64_t n) {
-  return std::make_shared<TensorDataset>(std::vector<Tensor>{
-      arange(n * 2, kFloat32).reshape({n, 2}), arange(n, kInt64)});
+  return std::make_shared<TensorDataset>(
+      std::vector<Tensor>{arange(n * 2, kFloat32).reshape({n, 2}), arange(n, kInt64)});
 }
 
 TEST(Dataset, TensorDatasetGetAndBatch) {

@@ -23,8 +23,8 @@ std::vector<uint8_t> pattern(size_t n, int mul) {
 
 /// Writes a 3-image 2x4 IDX image file and its labels (plain or gzip) under root with MNIST's
 /// names.
-void write_mnist_split(const TempDir& dir, const std::string& prefix, bool gz,
-                       const std::vector<uint8_t>& labels) {
+void write_mnist_split(
+    const TempDir& dir, const std::string& prefix, bool gz, const std::vector<uint8_t>& labels) {
   const auto px = pattern(3 * 2 * 4, 13);
   auto w = gz ? write_gzip : write_bytes;
   const std::string ext = gz ? ".gz" : "";
@@ -63,18 +63,25 @@ TEST(IdxReader, BadInputsByMessage) {
   EXPECT_THROW_MSG(read_idx_images(dir.path("absent")), IOError, dir.path("absent"));
   // Wrong magic: a label file read as images.
   write_bytes(dir.path("lab"), idx_bytes({2}, {1, 2}));
-  EXPECT_THROW_MSG(read_idx_images(dir.path("lab")), IOError,
-                   "expected 0x00000803 (uint8 images, 3 dims), found 0x00000801");
+  EXPECT_THROW_MSG(
+      read_idx_images(dir.path("lab")),
+      IOError,
+      "expected 0x00000803 (uint8 images, 3 dims), found 0x00000801");
   write_bytes(dir.path("f32"), idx_bytes({2}, {1, 2}, 0x0D));
   EXPECT_THROW_MSG(read_idx_labels(dir.path("f32")), IOError, "found 0x00000d01");
   // Truncated: data, header, and gzip stream.
   auto full = idx_bytes({2, 2, 2}, pattern(8, 3));
   write_bytes(dir.path("short"), std::vector<uint8_t>(full.begin(), full.end() - 1));
   EXPECT_THROW_MSG(read_idx_images(dir.path("short")), IOError, "promises 8 data bytes, found 7");
-  write_bytes(dir.path("long"), [&] { auto v = full; v.push_back(0); return v; }());
+  write_bytes(dir.path("long"), [&] {
+    auto v = full;
+    v.push_back(0);
+    return v;
+  }());
   EXPECT_THROW_MSG(read_idx_images(dir.path("long")), IOError, "trailing bytes");
   write_bytes(dir.path("hdr"), std::vector<uint8_t>(full.begin(), full.begin() + 10));
-  EXPECT_THROW_MSG(read_idx_images(dir.path("hdr")), IOError, "expected a 16-byte header, found 10");
+  EXPECT_THROW_MSG(
+      read_idx_images(dir.path("hdr")), IOError, "expected a 16-byte header, found 10");
   write_bytes(dir.path("tiny"), {0, 0});
   EXPECT_THROW_MSG(read_idx_images(dir.path("tiny")), IOError, "truncated");
   write_gzip(dir.path("gz"), idx_bytes({2, 20, 20}, pattern(800, 7)));
@@ -86,12 +93,16 @@ TEST(IdxReader, BadInputsByMessage) {
   EXPECT_THROW_MSG(read_idx_images(dir.path("gzcut")), IOError, "gzcut");
   // Out-of-range label, and image/label count mismatch.
   write_bytes(dir.path("lab10"), idx_bytes({3}, {1, 10, 2}));
-  EXPECT_THROW_MSG(read_idx_labels(dir.path("lab10")), IOError,
-                   "label 10 of sample 1 is out of range: expected < 10");
+  EXPECT_THROW_MSG(
+      read_idx_labels(dir.path("lab10")),
+      IOError,
+      "label 10 of sample 1 is out of range: expected < 10");
   write_bytes(dir.path("img"), full);
   write_bytes(dir.path("lab3"), idx_bytes({3}, {0, 1, 2}));
-  EXPECT_THROW_MSG(read_idx_pair(dir.path("img"), dir.path("lab3"), {"a", "b", "c"}), IOError,
-                   "count mismatch: " + dir.path("img") + " holds 2 images but");
+  EXPECT_THROW_MSG(
+      read_idx_pair(dir.path("img"), dir.path("lab3"), {"a", "b", "c"}),
+      IOError,
+      "count mismatch: " + dir.path("img") + " holds 2 images but");
 }
 
 /// n CIFAR records with label bytes `labels[i]` (1 or 2 per record) and pixels pattern(i).
@@ -114,14 +125,14 @@ std::string names(int n, const std::string& stem) {
 TEST(CifarReader, Cifar10EveryValueAndNames) {
   TempDir dir;
   for (int b = 1; b <= 5; ++b)
-    write_bytes(dir.path("data_batch_" + std::to_string(b) + ".bin"),
-                cifar_records({{uint8_t(b)}, {uint8_t(9 - b)}}));
+    write_bytes(
+        dir.path("data_batch_" + std::to_string(b) + ".bin"),
+        cifar_records({{uint8_t(b)}, {uint8_t(9 - b)}}));
   write_bytes(dir.path("test_batch.bin"), cifar_records({{7}}));
   write_text(dir.path("batches.meta.txt"), names(10, "class") + "\n");
   LabeledImages tr = cifar10(dir.path(""), true);
   ASSERT_EQ(tr.images.sizes(), (Shape{10, 3, 32, 32}));
-  EXPECT_EQ(tr.labels.to_vector<int64_t>(),
-            (std::vector<int64_t>{1, 8, 2, 7, 3, 6, 4, 5, 5, 4}));
+  EXPECT_EQ(tr.labels.to_vector<int64_t>(), (std::vector<int64_t>{1, 8, 2, 7, 3, 6, 4, 5, 5, 4}));
   const auto px = tr.images.to_vector<uint8_t>();
   for (int64_t i = 0; i < 10; ++i) {
     const auto expect = pattern(3072, int(i % 2) + 1);
@@ -155,11 +166,13 @@ TEST(CifarReader, BadInputsByMessage) {
   EXPECT_THROW_MSG(cifar10(dir.path(""), false), IOError, "test_batch.bin: no such file");
   auto rec = cifar_records({{1}, {2}});
   write_bytes(dir.path("test_batch.bin"), std::vector<uint8_t>(rec.begin(), rec.end() - 5));
-  EXPECT_THROW_MSG(cifar10(dir.path(""), false), IOError,
-                   "multiple of 3073-byte records, found 6141 bytes");
+  EXPECT_THROW_MSG(
+      cifar10(dir.path(""), false), IOError, "multiple of 3073-byte records, found 6141 bytes");
   write_bytes(dir.path("test_batch.bin"), cifar_records({{1}, {10}}));
-  EXPECT_THROW_MSG(cifar10(dir.path(""), false), IOError,
-                   "label byte 0 of record 1 is 10: out of range, expected < 10");
+  EXPECT_THROW_MSG(
+      cifar10(dir.path(""), false),
+      IOError,
+      "label byte 0 of record 1 is 10: out of range, expected < 10");
   write_bytes(dir.path("test_batch.bin"), cifar_records({{1}}));
   write_text(dir.path("batches.meta.txt"), names(9, "c"));
   EXPECT_THROW_MSG(cifar10(dir.path(""), false), IOError, "expected 10 class names, found 9");
@@ -180,8 +193,9 @@ TEST(CsvReader, HeaderNamedLabelAndErrors) {
   CsvData by_index = read_csv(dir.path("a.csv"), "1", true);
   EXPECT_EQ(by_index.labels.to_vector<int64_t>(), (std::vector<int64_t>{2, 0}));
   write_text(dir.path("b.csv"), "1,2\n3,4\n");
-  EXPECT_EQ(read_csv(dir.path("b.csv"), "-1", false).labels.to_vector<int64_t>(),
-            (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(
+      read_csv(dir.path("b.csv"), "-1", false).labels.to_vector<int64_t>(),
+      (std::vector<int64_t>{2, 4}));
   CsvData nh = read_csv(dir.path("b.csv"), "0", false);
   EXPECT_EQ(nh.labels.to_vector<int64_t>(), (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(nh.features.to_vector<float>(), (std::vector<float>{2.f, 4.f}));

@@ -28,8 +28,19 @@ TEST(RealData, Cifar10) {
   EXPECT_EQ(te.images.sizes(), (Shape{10000, 3, 32, 32}));
   EXPECT_EQ(class_counts(tr.labels, 10), std::vector<int64_t>(10, 5000));
   EXPECT_EQ(class_counts(te.labels, 10), std::vector<int64_t>(10, 1000));
-  EXPECT_EQ(tr.classes, (std::vector<std::string>{"airplane", "automobile", "bird", "cat", "deer",
-                                                  "dog", "frog", "horse", "ship", "truck"}));
+  EXPECT_EQ(
+      tr.classes,
+      (std::vector<std::string>{
+          "airplane",
+          "automobile",
+          "bird",
+          "cat",
+          "deer",
+          "dog",
+          "frog",
+          "horse",
+          "ship",
+          "truck"}));
   // The first test record, read byte by byte here.
   std::ifstream f(dir + "/test_batch.bin", std::ios::binary);
   std::vector<unsigned char> rec(3073);
@@ -38,8 +49,9 @@ TEST(RealData, Cifar10) {
   EXPECT_EQ(te.labels[0].item<int64_t>(), int64_t(rec[0]));
   for (int c = 0; c < 3; ++c)
     for (int yx : {0, 33, 500, 1023})
-      EXPECT_EQ(te.images[0][c][yx / 32][yx % 32].item<int64_t>(),
-                int64_t(rec[size_t(1 + c * 1024 + yx)]))
+      EXPECT_EQ(
+          te.images[0][c][yx / 32][yx % 32].item<int64_t>(),
+          int64_t(rec[size_t(1 + c * 1024 + yx)]))
           << "channel " << c << " pixel " << yx;
 }
 

@@ -60,8 +60,9 @@ TEST(Transforms, FlipFollowsTheDraw) {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t y = 0; y < H; ++y)
         for (int64_t xx = 0; xx < W; ++xx)
-          ASSERT_EQ(double(out[size_t(((b * C + c) * H + y) * W + xx)]),
-                    at(v, b, c, y, flip ? W - 1 - xx : xx));
+          ASSERT_EQ(
+              double(out[size_t(((b * C + c) * H + y) * W + xx)]),
+              at(v, b, c, y, flip ? W - 1 - xx : xx));
   }
   EXPECT_GT(flipped, 0);
   EXPECT_LT(flipped, B);
@@ -113,8 +114,8 @@ TEST(Transforms, CutoutZeroesTheDrawnSquare) {
       for (int64_t y = 0; y < H; ++y)
         for (int64_t xx = 0; xx < W; ++xx) {
           const bool cut = y >= cy - 1 && y < cy + 2 && xx >= cx - 1 && xx < cx + 2;
-          ASSERT_EQ(double(out[size_t(((b * C + c) * H + y) * W + xx)]),
-                    cut ? 0.0 : at(v, b, c, y, xx));
+          ASSERT_EQ(
+              double(out[size_t(((b * C + c) * H + y) * W + xx)]), cut ? 0.0 : at(v, b, c, y, xx));
         }
   }
 }
@@ -123,8 +124,12 @@ TEST(Transforms, IndependentOfBatchCompositionAndWorkers) {
   // A per-sample result depends only on (seed, epoch, index): sample k alone equals row k of
   // the whole batch.
   const Tensor x = images();
-  Compose pipe(21, {std::make_shared<ToFloat>(), std::make_shared<RandomCrop>(5, 7, 2),
-                    std::make_shared<RandomHorizontalFlip>(), std::make_shared<Cutout>(2)});
+  Compose pipe(
+      21,
+      {std::make_shared<ToFloat>(),
+       std::make_shared<RandomCrop>(5, 7, 2),
+       std::make_shared<RandomHorizontalFlip>(),
+       std::make_shared<Cutout>(2)});
   const Tensor whole = pipe.apply(x, 2, kIndices);
   for (int64_t b = 0; b < B; ++b) {
     const Tensor one = pipe.apply(x.narrow(0, b, 1), 2, {kIndices[size_t(b)]});
@@ -134,11 +139,18 @@ TEST(Transforms, IndependentOfBatchCompositionAndWorkers) {
   auto ds = std::make_shared<SyntheticDataset>(50, Shape{3, 8, 8}, 10, 4);
   auto run = [&](int workers) {
     auto compose = std::make_shared<Compose>(
-        8, std::vector<std::shared_ptr<BatchTransform>>{
-               std::make_shared<ToFloat>(), std::make_shared<RandomCrop>(8, 8, 2, PadMode::Reflect),
-               std::make_shared<RandomHorizontalFlip>()});
-    DataLoader loader(ds, {.batch_size = 8, .shuffle = true, .seed = 1, .num_workers = workers,
-                           .transform = [compose](Batch& b) { (*compose)(b); }});
+        8,
+        std::vector<std::shared_ptr<BatchTransform>>{
+            std::make_shared<ToFloat>(),
+            std::make_shared<RandomCrop>(8, 8, 2, PadMode::Reflect),
+            std::make_shared<RandomHorizontalFlip>()});
+    DataLoader loader(
+        ds,
+        {.batch_size = 8,
+         .shuffle = true,
+         .seed = 1,
+         .num_workers = workers,
+         .transform = [compose](Batch& b) { (*compose)(b); }});
     std::vector<Tensor> out;
     for (int e = 0; e < 2; ++e)
       for (auto& [xb, yb] : loader) out.push_back(xb);

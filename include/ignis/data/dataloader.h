@@ -39,9 +39,13 @@ struct Batch {
   int64_t size() const { return int64_t(indices.size()); }
   // Tuple protocol for structured bindings: [x, y] = fields 0 and 1.
   template <size_t I>
-  Tensor& get() & { return fields.at(I); }
+  Tensor& get() & {
+    return fields.at(I);
+  }
   template <size_t I>
-  const Tensor& get() const& { return fields.at(I); }
+  const Tensor& get() const& {
+    return fields.at(I);
+  }
 };
 
 /// Yields the sample order of each epoch; the loader cuts it into batches.

@@ -86,21 +86,20 @@ class SyntheticDataset : public TensorDataset {
 /// The part sizes for n samples.
 std::vector<int64_t> split_sizes(int64_t n, const std::vector<double>& lengths);
 /// Indices of each part: randperm(n) from Generator(seed), cut in order into the part sizes.
-std::vector<std::vector<int64_t>> split_indices(int64_t n, const std::vector<double>& lengths,
-                                                uint64_t seed);
+std::vector<std::vector<int64_t>> split_indices(
+    int64_t n, const std::vector<double>& lengths, uint64_t seed);
 /// Stratified by label: each class (labels int64 [n], values >= 0) is permuted and cut by the
 /// rounding above on its own, so each part holds every class in the given proportion (sizes can
 /// then differ from the unstratified ones by up to the number of classes); each part's
 /// indices are then shuffled.
-std::vector<std::vector<int64_t>> stratified_split_indices(const Tensor& labels,
-                                                           const std::vector<double>& lengths,
-                                                           uint64_t seed);
-std::vector<std::shared_ptr<Subset>> random_split(const DatasetPtr& dataset,
-                                                  const std::vector<double>& lengths,
-                                                  uint64_t seed);
-std::vector<std::shared_ptr<Subset>> stratified_split(const DatasetPtr& dataset,
-                                                      const Tensor& labels,
-                                                      const std::vector<double>& lengths,
-                                                      uint64_t seed);
+std::vector<std::vector<int64_t>> stratified_split_indices(
+    const Tensor& labels, const std::vector<double>& lengths, uint64_t seed);
+std::vector<std::shared_ptr<Subset>> random_split(
+    const DatasetPtr& dataset, const std::vector<double>& lengths, uint64_t seed);
+std::vector<std::shared_ptr<Subset>> stratified_split(
+    const DatasetPtr& dataset,
+    const Tensor& labels,
+    const std::vector<double>& lengths,
+    uint64_t seed);
 
 }  // namespace ignis::data

@@ -31,8 +31,10 @@ Tensor read_idx_images(const std::string& path);
 /// An IDX label file (1 dim, uint8) as int64 [N]; every label must be < num_classes.
 Tensor read_idx_labels(const std::string& path, int64_t num_classes = 10);
 /// Images + labels of one split, checking that their counts agree.
-LabeledImages read_idx_pair(const std::string& images_path, const std::string& labels_path,
-                            std::vector<std::string> classes);
+LabeledImages read_idx_pair(
+    const std::string& images_path,
+    const std::string& labels_path,
+    std::vector<std::string> classes);
 
 /// Where Debian's dataset-fashion-mnist package installs the files.
 inline constexpr const char* kFashionMnistRoot = "/usr/share/datasets/fashion-mnist";
@@ -52,20 +54,23 @@ LabeledImages cifar10(const std::string& dir, bool train = true);
 LabeledImages cifar100(const std::string& dir, bool train = true);
 /// One CIFAR binary file: label_bytes = 1 (CIFAR-10) or 2 (CIFAR-100, coarse then fine).
 /// labels[k] holds label byte k of every record; each must be < num_classes[k].
-void read_cifar_file(const std::string& path, int label_bytes,
-                     const std::vector<int64_t>& num_classes, Tensor& images,
-                     std::vector<Tensor>& labels);
+void read_cifar_file(
+    const std::string& path,
+    int label_bytes,
+    const std::vector<int64_t>& num_classes,
+    Tensor& images,
+    std::vector<Tensor>& labels);
 
 // ---- CSV -----------------------------------------------------------------------------------
 /// Numeric features + one integer label column.
 struct CsvData {
-  Tensor features;  ///< float32 [N, F]
-  Tensor labels;    ///< int64 [N]
+  Tensor features;                         ///< float32 [N, F]
+  Tensor labels;                           ///< int64 [N]
   std::vector<std::string> feature_names;  ///< from the header, or "c0", "c1", ...
 };
 /// Reads a comma-separated file. With has_header the first line names the columns and
 /// label_column may be a name; otherwise label_column is a 0-based index ("-1" = last).
-CsvData read_csv(const std::string& path, const std::string& label_column = "-1",
-                 bool has_header = true);
+CsvData read_csv(
+    const std::string& path, const std::string& label_column = "-1", bool has_header = true);
 
 }  // namespace ignis::data

@@ -28,8 +28,8 @@ namespace ignis::data {
 struct Batch;
 
 /// The four Philox words of a sample's draw (rule above).
-std::array<uint32_t, 4> transform_words(uint64_t seed, int64_t epoch, int64_t index,
-                                        uint32_t stream);
+std::array<uint32_t, 4> transform_words(
+    uint64_t seed, int64_t epoch, int64_t index, uint32_t stream);
 inline double word_uniform(uint32_t w) { return double(w >> 8) * (1.0 / 16777216.0); }
 inline int64_t word_below(uint32_t w, int64_t n) {
   return int64_t((uint64_t(w) * uint64_t(n)) >> 32);
