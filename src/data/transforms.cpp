@@ -155,6 +155,51 @@ Tensor Cutout::operator()(const Tensor& x, const TransformContext& ctx) const {
   return run_geometry(x, H, W, p);
 }
 
+ColorJitter::ColorJitter(double brightness, double contrast, double saturation)
+    : b_(brightness), c_(contrast), s_(saturation) {
+  IGNIS_CHECK(
+      b_ >= 0 && b_ <= 1 && c_ >= 0 && c_ <= 1 && s_ >= 0 && s_ <= 1,
+      ValueError,
+      "[ColorJitter] strengths must lie in [0, 1], got {}, {}, {}",
+      b_,
+      c_,
+      s_);
+}
+
+namespace {
+/// 0.299 R + 0.587 G + 0.114 B as [B, 1, H, W].
+Tensor grayscale(const Tensor& x) {
+  return (x.select(1, 0) * 0.299 + x.select(1, 1) * 0.587 + x.select(1, 2) * 0.114).unsqueeze(1);
+}
+}  // namespace
+
+Tensor ColorJitter::operator()(const Tensor& x, const TransformContext& ctx) const {
+  check_images(x, ctx, "ColorJitter");
+  IGNIS_CHECK(
+      x.dtype() == kFloat32 && x.size(1) == 3,
+      DTypeError,
+      "[ColorJitter] expected float32 RGB images (ToFloat first), got {} with {} channels",
+      dtype_name(x.dtype()),
+      x.size(1));
+  const int64_t B = x.size(0);
+  const size_t nb = static_cast<size_t>(B);
+  std::vector<float> fb(nb), fc(nb), fs(nb);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto w = ctx.words(b);
+    fb[size_t(b)] = float(1 + b_ * (2 * word_uniform(w[0]) - 1));
+    fc[size_t(b)] = float(1 + c_ * (2 * word_uniform(w[1]) - 1));
+    fs[size_t(b)] = float(1 + s_ * (2 * word_uniform(w[2]) - 1));
+  }
+  const TensorOptions opt{kFloat32, x.device()};
+  const Tensor tb = tensor(fb, Shape{B, 1, 1, 1}, opt), tc = tensor(fc, Shape{B, 1, 1, 1}, opt),
+               ts = tensor(fs, Shape{B, 1, 1, 1}, opt);
+  Tensor out = (x * tb).clamp_(0.0, 1.0);
+  const Tensor m = mean(grayscale(out), {1, 2, 3}, /*keepdim=*/true);
+  out = (tc * out + (1 - tc) * m).clamp_(0.0, 1.0);
+  out = (ts * out + (1 - ts) * grayscale(out)).clamp_(0.0, 1.0);
+  return out;
+}
+
 Tensor Compose::apply(const Tensor& x, int64_t epoch, const std::vector<int64_t>& indices) const {
   Tensor out = x;
   for (size_t k = 0; k < transforms_.size(); ++k) {

@@ -120,6 +120,41 @@ TEST(Transforms, CutoutZeroesTheDrawnSquare) {
   }
 }
 
+TEST(Transforms, ColorJitterPerPixel) {
+  constexpr int64_t n = 3, h = 4, w = 5;
+  const std::vector<double> px = random_values(n * 3 * h * w, 0, 1, 3);
+  const Tensor x = tensor(px, Shape{n, 3, h, w}).to(kFloat32);
+  const std::vector<int64_t> idx = {7, 8, 100};
+  TransformContext ctx{31, 2, &idx, 1};
+  const Tensor out = ColorJitter(0.4, 0.4, 0.4)(x, ctx);
+  std::vector<double> expect;
+  for (int64_t b = 0; b < n; ++b) {
+    const auto wd = transform_words(31, 2, idx[size_t(b)], 1);
+    auto factor = [&](uint32_t word) { return 1 + 0.4 * (2 * double(word >> 8) / 16777216.0 - 1); };
+    const double fb = factor(wd[0]), fc = factor(wd[1]), fs = factor(wd[2]);
+    auto clamp01 = [](double v) { return std::min(1.0, std::max(0.0, v)); };
+    std::vector<double> img(size_t(3 * h * w));
+    for (size_t i = 0; i < img.size(); ++i)
+      img[i] = clamp01(double(float(px[size_t(b * 3 * h * w) + i])) * fb);
+    auto gray = [&](int64_t p) {
+      return 0.299 * img[size_t(p)] + 0.587 * img[size_t(h * w + p)] +
+             0.114 * img[size_t(2 * h * w + p)];
+    };
+    double m = 0;
+    for (int64_t p = 0; p < h * w; ++p) m += gray(p) / double(h * w);
+    for (auto& v : img) v = clamp01(fc * v + (1 - fc) * m);
+    std::vector<double> g(size_t(h * w));
+    for (int64_t p = 0; p < h * w; ++p) g[size_t(p)] = gray(p);
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < h * w; ++p) {
+        double& v = img[size_t(c * h * w + p)];
+        v = clamp01(fs * v + (1 - fs) * g[size_t(p)]);
+      }
+    expect.insert(expect.end(), img.begin(), img.end());
+  }
+  EXPECT_TRUE(all_close(out, expect, 1e-5, 1e-5));
+}
+
 TEST(Transforms, IndependentOfBatchCompositionAndWorkers) {
   // A per-sample result depends only on (seed, epoch, index): sample k alone equals row k of
   // the whole batch.

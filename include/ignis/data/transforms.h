@@ -14,6 +14,10 @@
 //     left = word_below(w1, W + 2 padding - w + 1); out[y][x] = padded[top + y][left + x].
 //   Cutout(size): cy = word_below(w0, H), cx = word_below(w1, W); zeroes rows
 //     [cy - size/2, cy - size/2 + size) and the same columns, clipped to the image.
+//   ColorJitter(b, c, s): factors fb = 1 + b (2 u(w0) - 1), fc = 1 + c (2 u(w1) - 1),
+//     fs = 1 + s (2 u(w2) - 1), applied in that fixed order to float RGB in [0, 1], each step
+//     clamped to [0, 1]: x *= fb; x = fc x + (1 - fc) mean(gray(x)); x = fs x + (1 - fs) gray(x),
+//     gray = 0.299 R + 0.587 G + 0.114 B (torchvision's; it also randomises the order).
 #pragma once
 
 #include <array>
@@ -100,6 +104,16 @@ class Cutout : public BatchTransform {
 
  private:
   int64_t size_;
+};
+
+/// Random brightness, contrast and saturation per sample (float32 RGB in [0, 1]).
+class ColorJitter : public BatchTransform {
+ public:
+  ColorJitter(double brightness, double contrast, double saturation);
+  Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+
+ private:
+  double b_, c_, s_;
 };
 
 /// Transforms applied in order to field 0 of a batch (the images), each with its position as
