@@ -1,10 +1,11 @@
-# Finds Ignis's dependencies. Required: OpenMP, fmt, OpenBLAS. Optional, each switching its
+# Finds Ignis's dependencies. Required: OpenMP, fmt, OpenBLAS, zlib (gzip data files). Optional, each switching its
 # feature off with one status line when absent: CUDA (+cuBLAS, cuDNN), oneDNN, MPI, and
 # Debian's python3-torch for the reference tests.
 
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)  # the data readers inflate gzip files (MNIST .gz)
 
 # --- OpenBLAS, preferring the OpenMP build so BLAS shares our thread pool -----------------
 set(_ignis_blas_hints

@@ -10,6 +10,7 @@ void register_sort_cpu();     // sort.cpp
 void register_softmax_cpu();  // softmax.cpp
 void register_random_cpu();   // random.cpp
 void register_nn_cpu();       // norm.cpp: conv (oneDNN), pooling, normalisation
+void register_data_cpu();     // data_transforms.cpp: crop / flip / cutout of batches
 }  // namespace ignis::cpu
 
 namespace ignis::detail {
@@ -24,5 +25,6 @@ void register_cpu_kernels() {
   cpu::register_softmax_cpu();
   cpu::register_random_cpu();
   cpu::register_nn_cpu();
+  cpu::register_data_cpu();
 }
 }  // namespace ignis::detail
