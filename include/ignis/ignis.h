@@ -6,6 +6,7 @@
 #include "ignis/device.h"
 #include "ignis/dtype.h"
 #include "ignis/error.h"
+#include "ignis/io.h"
 #include "ignis/models.h"
 #include "ignis/nn_ops.h"
 #include "ignis/nn/clip_grad.h"
