@@ -6,6 +6,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # the data readers inflate gzip files (MNIST .gz)
+find_package(nlohmann_json 3 REQUIRED)  # safetensors headers (header-only, linked PRIVATE)
 
 # --- OpenBLAS, preferring the OpenMP build so BLAS shares our thread pool -----------------
 set(_ignis_blas_hints
