@@ -23,14 +23,22 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 inline const char* dtype_tag(DType t) {
   switch (t) {
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    case DType::BFloat16: return "BF16";
-    case DType::Float16: return "F16";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::UInt8: return "U8";
-    case DType::Bool: return "BOOL";
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
+    case DType::BFloat16:
+      return "BF16";
+    case DType::Float16:
+      return "F16";
+    case DType::Int64:
+      return "I64";
+    case DType::Int32:
+      return "I32";
+    case DType::UInt8:
+      return "U8";
+    case DType::Bool:
+      return "BOOL";
   }
   return "?";
 }

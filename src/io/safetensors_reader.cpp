@@ -46,8 +46,10 @@ json parse_header(const std::string& text, const std::string& path) {
   std::vector<std::set<std::string>> open;
   std::string duplicate;
   auto cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) {
-    if (ev == json::parse_event_t::object_start) open.emplace_back();
-    else if (ev == json::parse_event_t::object_end) open.pop_back();
+    if (ev == json::parse_event_t::object_start)
+      open.emplace_back();
+    else if (ev == json::parse_event_t::object_end)
+      open.pop_back();
     else if (ev == json::parse_event_t::key && !open.empty()) {
       const auto& k = parsed.get_ref<const std::string&>();
       if (!open.back().insert(k).second && duplicate.empty()) duplicate = k;
@@ -60,67 +62,112 @@ json parse_header(const std::string& text, const std::string& path) {
   } catch (const json::exception& e) {
     throw IOError(fmt::format("[load] '{}': header is not valid JSON: {}", path, e.what()));
   }
-  IGNIS_CHECK(duplicate.empty(), IOError, "[load] '{}': duplicate key '{}' in header", path,
-              duplicate);
+  IGNIS_CHECK(
+      duplicate.empty(), IOError, "[load] '{}': duplicate key '{}' in header", path, duplicate);
   IGNIS_CHECK(h.is_object(), IOError, "[load] '{}': header is not a JSON object", path);
   return h;
 }
 
-uint64_t as_u64(const json& v, const std::string& path, const std::string& name,
-                const char* field) {
-  IGNIS_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0),
-              IOError, "[load] '{}': tensor '{}': {} must be non-negative integers, got {}", path,
-              name, field, v.dump());
+uint64_t as_u64(
+    const json& v, const std::string& path, const std::string& name, const char* field) {
+  IGNIS_CHECK(
+      v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0),
+      IOError,
+      "[load] '{}': tensor '{}': {} must be non-negative integers, got {}",
+      path,
+      name,
+      field,
+      v.dump());
   return v.get<uint64_t>();
 }
 
 Entry parse_entry(const std::string& name, const json& v, const std::string& path) {
-  IGNIS_CHECK(v.is_object(), IOError, "[load] '{}': tensor '{}': entry is not an object", path,
-              name);
+  IGNIS_CHECK(
+      v.is_object(), IOError, "[load] '{}': tensor '{}': entry is not an object", path, name);
   for (const char* field : {"dtype", "shape", "data_offsets"})
-    IGNIS_CHECK(v.contains(field), IOError, "[load] '{}': tensor '{}': missing '{}'", path, name,
-                field);
-  IGNIS_CHECK(v.size() == 3, IOError, "[load] '{}': tensor '{}': unexpected fields in {}", path,
-              name, v.dump());
+    IGNIS_CHECK(
+        v.contains(field), IOError, "[load] '{}': tensor '{}': missing '{}'", path, name, field);
+  IGNIS_CHECK(
+      v.size() == 3,
+      IOError,
+      "[load] '{}': tensor '{}': unexpected fields in {}",
+      path,
+      name,
+      v.dump());
   Entry e{name, DType::Float32, {}, 0, 0};
   const json& dt = v["dtype"];
   auto dtype = dt.is_string() ? io_detail::dtype_from_tag(dt.get<std::string>()) : std::nullopt;
-  IGNIS_CHECK(dtype.has_value(), IOError, "[load] '{}': tensor '{}': unknown dtype {}", path,
-              name, dt.dump());
+  IGNIS_CHECK(
+      dtype.has_value(),
+      IOError,
+      "[load] '{}': tensor '{}': unknown dtype {}",
+      path,
+      name,
+      dt.dump());
   e.dtype = *dtype;
 
   const json& shape = v["shape"];
-  IGNIS_CHECK(shape.is_array(), IOError, "[load] '{}': tensor '{}': shape is not an array", path,
-              name);
+  IGNIS_CHECK(
+      shape.is_array(), IOError, "[load] '{}': tensor '{}': shape is not an array", path, name);
   // Sizes are multiplied with overflow checks: a forged shape whose product wraps around
   // could otherwise match small offsets and allocate a tensor bigger than the file.
   uint64_t bytes = static_cast<uint64_t>(itemsize(e.dtype));
   bool overflow = false;
   for (const json& d : shape) {
-    IGNIS_CHECK(d.is_number_integer() && (d.is_number_unsigned() || d.get<int64_t>() >= 0),
-                IOError, "[load] '{}': tensor '{}': negative or non-integer dim in shape {}",
-                path, name, shape.dump());
+    IGNIS_CHECK(
+        d.is_number_integer() && (d.is_number_unsigned() || d.get<int64_t>() >= 0),
+        IOError,
+        "[load] '{}': tensor '{}': negative or non-integer dim in shape {}",
+        path,
+        name,
+        shape.dump());
     uint64_t s = d.get<uint64_t>();
-    IGNIS_CHECK(s <= static_cast<uint64_t>(INT64_MAX), IOError,
-                "[load] '{}': tensor '{}': dim too large in shape {}", path, name, shape.dump());
+    IGNIS_CHECK(
+        s <= static_cast<uint64_t>(INT64_MAX),
+        IOError,
+        "[load] '{}': tensor '{}': dim too large in shape {}",
+        path,
+        name,
+        shape.dump());
     e.shape.push_back(static_cast<int64_t>(s));
     overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
   }
-  IGNIS_CHECK(!overflow, IOError, "[load] '{}': tensor '{}': byte size of shape {} overflows",
-              path, name, shape.dump());
+  IGNIS_CHECK(
+      !overflow,
+      IOError,
+      "[load] '{}': tensor '{}': byte size of shape {} overflows",
+      path,
+      name,
+      shape.dump());
 
   const json& off = v["data_offsets"];
-  IGNIS_CHECK(off.is_array() && off.size() == 2, IOError,
-              "[load] '{}': tensor '{}': data_offsets must be [begin, end], got {}", path, name,
-              off.dump());
+  IGNIS_CHECK(
+      off.is_array() && off.size() == 2,
+      IOError,
+      "[load] '{}': tensor '{}': data_offsets must be [begin, end], got {}",
+      path,
+      name,
+      off.dump());
   e.begin = as_u64(off[0], path, name, "data_offsets");
   e.end = as_u64(off[1], path, name, "data_offsets");
-  IGNIS_CHECK(e.begin <= e.end, IOError,
-              "[load] '{}': tensor '{}': data_offsets begin {} > end {}", path, name, e.begin,
-              e.end);
-  IGNIS_CHECK(e.end - e.begin == bytes, IOError,
-              "[load] '{}': tensor '{}': shape {} of {} needs {} bytes but data_offsets span {}",
-              path, name, shape.dump(), io_detail::dtype_tag(e.dtype), bytes, e.end - e.begin);
+  IGNIS_CHECK(
+      e.begin <= e.end,
+      IOError,
+      "[load] '{}': tensor '{}': data_offsets begin {} > end {}",
+      path,
+      name,
+      e.begin,
+      e.end);
+  IGNIS_CHECK(
+      e.end - e.begin == bytes,
+      IOError,
+      "[load] '{}': tensor '{}': shape {} of {} needs {} bytes but data_offsets span {}",
+      path,
+      name,
+      shape.dump(),
+      io_detail::dtype_tag(e.dtype),
+      bytes,
+      e.end - e.begin);
   return e;
 }
 
@@ -134,20 +181,31 @@ TensorFile load_file(const std::string& path) {
   IGNIS_CHECK(end_pos >= 0, IOError, "[load] cannot size '{}' (not a regular file?)", path);
   std::rewind(f.get());
   const uint64_t file_size = static_cast<uint64_t>(end_pos);
-  IGNIS_CHECK(file_size >= 8, IOError,
-              "[load] '{}': file of {} bytes is too short for the 8-byte header length", path,
-              file_size);
+  IGNIS_CHECK(
+      file_size >= 8,
+      IOError,
+      "[load] '{}': file of {} bytes is too short for the 8-byte header length",
+      path,
+      file_size);
 
   unsigned char len[8];
   read_exact(f.get(), len, 8, path, "the header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
-  IGNIS_CHECK(n <= io_detail::kMaxHeaderBytes, IOError,
-              "[load] '{}': header length {} exceeds the {} byte limit", path, n,
-              io_detail::kMaxHeaderBytes);
-  IGNIS_CHECK(n <= file_size - 8, IOError,
-              "[load] '{}': header length {} is larger than the file ({} bytes)", path, n,
-              file_size);
+  IGNIS_CHECK(
+      n <= io_detail::kMaxHeaderBytes,
+      IOError,
+      "[load] '{}': header length {} exceeds the {} byte limit",
+      path,
+      n,
+      io_detail::kMaxHeaderBytes);
+  IGNIS_CHECK(
+      n <= file_size - 8,
+      IOError,
+      "[load] '{}': header length {} is larger than the file ({} bytes)",
+      path,
+      n,
+      file_size);
   std::string text(n, '\0');
   read_exact(f.get(), text.data(), n, path, "the header");
   json header = parse_header(text, path);
@@ -159,8 +217,12 @@ TensorFile load_file(const std::string& path) {
     if (key == io_detail::kMetadataKey) {
       IGNIS_CHECK(value.is_object(), IOError, "[load] '{}': __metadata__ is not an object", path);
       for (const auto& [mk, mv] : value.items()) {
-        IGNIS_CHECK(mv.is_string(), IOError,
-                    "[load] '{}': __metadata__ value for '{}' is not a string", path, mk);
+        IGNIS_CHECK(
+            mv.is_string(),
+            IOError,
+            "[load] '{}': __metadata__ value for '{}' is not a string",
+            path,
+            mk);
         out.metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -174,22 +236,42 @@ TensorFile load_file(const std::string& path) {
   });
   uint64_t pos = 0;
   for (const Entry& e : entries) {
-    IGNIS_CHECK(e.end <= data_size, IOError,
-                "[load] '{}': tensor '{}': data_offsets [{}, {}] out of range of the {}-byte "
-                "data buffer",
-                path, e.name, e.begin, e.end, data_size);
-    IGNIS_CHECK(e.begin >= pos, IOError,
-                "[load] '{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor "
-                "(which ends at {})",
-                path, e.name, e.begin, e.end, pos);
-    IGNIS_CHECK(e.begin == pos, IOError,
-                "[load] '{}': tensor '{}': gap in the data buffer between {} and {}", path,
-                e.name, pos, e.begin);
+    IGNIS_CHECK(
+        e.end <= data_size,
+        IOError,
+        "[load] '{}': tensor '{}': data_offsets [{}, {}] out of range of the {}-byte "
+        "data buffer",
+        path,
+        e.name,
+        e.begin,
+        e.end,
+        data_size);
+    IGNIS_CHECK(
+        e.begin >= pos,
+        IOError,
+        "[load] '{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor "
+        "(which ends at {})",
+        path,
+        e.name,
+        e.begin,
+        e.end,
+        pos);
+    IGNIS_CHECK(
+        e.begin == pos,
+        IOError,
+        "[load] '{}': tensor '{}': gap in the data buffer between {} and {}",
+        path,
+        e.name,
+        pos,
+        e.begin);
     pos = e.end;
   }
-  IGNIS_CHECK(pos == data_size, IOError,
-              "[load] '{}': {} bytes of trailing garbage after the data buffer", path,
-              data_size - pos);
+  IGNIS_CHECK(
+      pos == data_size,
+      IOError,
+      "[load] '{}': {} bytes of trailing garbage after the data buffer",
+      path,
+      data_size - pos);
 
   // Every size is now bounded by the file size, so allocating is safe.
   for (const Entry& e : entries) {
@@ -200,8 +282,14 @@ TensorFile load_file(const std::string& path) {
       // A byte other than 0/1 is not a valid C++ bool; refuse it rather than carry UB along.
       const auto* b = static_cast<const unsigned char*>(t.data_ptr());
       for (size_t i = 0; i < bytes; ++i)
-        IGNIS_CHECK(b[i] <= 1, IOError, "[load] '{}': tensor '{}': BOOL byte {} is {}", path,
-                    e.name, i, static_cast<int>(b[i]));
+        IGNIS_CHECK(
+            b[i] <= 1,
+            IOError,
+            "[load] '{}': tensor '{}': BOOL byte {} is {}",
+            path,
+            e.name,
+            i,
+            static_cast<int>(b[i]));
     }
     out.tensors.insert(e.name, std::move(t));
   }

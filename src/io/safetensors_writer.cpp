@@ -57,8 +57,13 @@ class TempFile {
     int rc = ::close(fd_);
     fd_ = -1;
     IGNIS_CHECK(rc == 0, IOError, "[save] closing '{}' failed: {}", tmp_, errno_text());
-    IGNIS_CHECK(::rename(tmp_.c_str(), target_.c_str()) == 0, IOError,
-                "[save] cannot rename '{}' to '{}': {}", tmp_, target_, errno_text());
+    IGNIS_CHECK(
+        ::rename(tmp_.c_str(), target_.c_str()) == 0,
+        IOError,
+        "[save] cannot rename '{}' to '{}': {}",
+        tmp_,
+        target_,
+        errno_text());
     committed_ = true;
     // Make the rename itself durable; a failure here cannot undo it, so it is not an error.
     auto slash = target_.find_last_of('/');
@@ -78,8 +83,10 @@ class TempFile {
 
 }  // namespace
 
-void save(const nn::StateDict& tensors, const std::string& path,
-          const std::map<std::string, std::string>& metadata) {
+void save(
+    const nn::StateDict& tensors,
+    const std::string& path,
+    const std::map<std::string, std::string>& metadata) {
   // Opened first so that a tensor that cannot be serialised exercises the same cleanup path
   // as an I/O error.
   TempFile file(path);
@@ -95,14 +102,19 @@ void save(const nn::StateDict& tensors, const std::string& path,
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    IGNIS_CHECK(name != io_detail::kMetadataKey, IOError,
-                "[save] '{}': '{}' is reserved for metadata, not a tensor name", path, name);
+    IGNIS_CHECK(
+        name != io_detail::kMetadataKey,
+        IOError,
+        "[save] '{}': '{}' is reserved for metadata, not a tensor name",
+        path,
+        name);
     IGNIS_CHECK(t.defined(), IOError, "[save] '{}': tensor '{}' is undefined", path, name);
     Tensor c = t.detach().to(Device::cpu()).contiguous();
     uint64_t n = static_cast<uint64_t>(c.nbytes());
-    header[name] = {{"dtype", io_detail::dtype_tag(c.dtype())},
-                    {"shape", c.sizes()},
-                    {"data_offsets", {offset, offset + n}}};
+    header[name] = {
+        {"dtype", io_detail::dtype_tag(c.dtype())},
+        {"shape", c.sizes()},
+        {"data_offsets", {offset, offset + n}}};
     offset += n;
     host.push_back(std::move(c));
   }
@@ -119,8 +131,10 @@ void save(const nn::StateDict& tensors, const std::string& path,
   file.commit();
 }
 
-void save(const nn::Module& module, const std::string& path,
-          const std::map<std::string, std::string>& metadata) {
+void save(
+    const nn::Module& module,
+    const std::string& path,
+    const std::map<std::string, std::string>& metadata) {
   save(module.state_dict(), path, metadata);
 }
 

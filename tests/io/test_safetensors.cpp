@@ -2,7 +2,6 @@
 // bytes of a small file (computed by hand here, not by the writer), every kind of malformed
 // file the reader must refuse (bytes written by the test), and the atomic-write guarantee.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -68,8 +67,8 @@ TEST_F(SafetensorsTest, RoundTripEveryDtypeAndShape) {
     for (const Shape& s : shapes) {
       int64_t n = 1;
       for (int64_t d : s) n *= d;
-      std::vector<double> v = dt == kBool ? testing::random_values(n, 0, 2, k)
-                                          : testing::random_values(n, 0, 100, k);
+      std::vector<double> v =
+          dt == kBool ? testing::random_values(n, 0, 2, k) : testing::random_values(n, 0, 100, k);
       for (double& x : v) x = std::floor(x);  // exact in every dtype
       sd.insert(std::string(dtype_name(dt)) + "_" + std::to_string(k++), make_input(v, s, dt));
       expected.push_back(v);
@@ -92,7 +91,8 @@ TEST_F(SafetensorsTest, RoundTripEveryDtypeAndShape) {
 TEST_F(SafetensorsTest, NonContiguousInputs) {
   std::vector<double> v = testing::random_values(12, -3, 3, 7);
   nn::StateDict sd;
-  for (Layout l : testing::kAllLayouts) sd.insert(testing::layout_name(l), make_input(v, {3, 4}, kFloat32, l));
+  for (Layout l : testing::kAllLayouts)
+    sd.insert(testing::layout_name(l), make_input(v, {3, 4}, kFloat32, l));
   save(sd, path("nc.safetensors"));
   TensorFile f = load_file(path("nc.safetensors"));
   std::vector<double> want = testing::round_to(v, kFloat32);
@@ -177,31 +177,44 @@ TEST_F(SafetensorsTest, MalformedFilesAreRefused) {
       {"not_json", st_file("{\"x\": ", ""), "not valid JSON"},
       {"not_object", st_file("[1, 2]", ""), "not a JSON object"},
       {"entry_not_object", st_file(R"({"x": 3})", ""), "not an object"},
-      {"missing_field", st_file(R"({"x":{"dtype":"F32","shape":[2]}})", d8), "missing 'data_offsets'"},
-      {"unknown_dtype", st_file(R"({"x":{"dtype":"F8","shape":[2],"data_offsets":[0,2]}})", "ab"),
+      {"missing_field",
+       st_file(R"({"x":{"dtype":"F32","shape":[2]}})", d8),
+       "missing 'data_offsets'"},
+      {"unknown_dtype",
+       st_file(R"({"x":{"dtype":"F8","shape":[2],"data_offsets":[0,2]}})", "ab"),
        "unknown dtype"},
-      {"negative_dim", st_file(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8),
+      {"negative_dim",
+       st_file(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8),
        "negative"},
-      {"float_dim", st_file(R"({"x":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", d8),
+      {"float_dim",
+       st_file(R"({"x":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", d8),
        "non-integer"},
-      {"overflow", st_file(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", d8),
+      {"overflow",
+       st_file(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", d8),
        "overflows"},
-      {"size_mismatch", st_file(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8),
+      {"size_mismatch",
+       st_file(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8),
        "needs 12 bytes but data_offsets span 8"},
-      {"inverted", st_file(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", d8),
+      {"inverted",
+       st_file(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", d8),
        "begin 8 > end 0"},
-      {"negative_offset", st_file(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", d8),
+      {"negative_offset",
+       st_file(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", d8),
        "non-negative"},
-      {"out_of_range", st_file(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", d8),
+      {"out_of_range",
+       st_file(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", d8),
        "out of range"},
       {"overlap",
-       st_file(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-               R"("y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", d8),
+       st_file(
+           R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+           R"("y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           d8),
        "overlap"},
       {"gap", st_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", d8), "gap"},
       {"duplicate", st_file("{" + ok_entry + "," + ok_entry + "}", d8), "duplicate key 'x'"},
       {"trailing", st_file("{" + ok_entry + "}", d8 + "junk"), "4 bytes of trailing garbage"},
-      {"bad_bool", st_file(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", "\x01\x02"),
+      {"bad_bool",
+       st_file(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", "\x01\x02"),
        "BOOL byte 1 is 2"},
       {"metadata_not_string", st_file(R"({"__metadata__":{"k":1}})", ""), "not a string"},
   };
@@ -214,7 +227,8 @@ TEST_F(SafetensorsTest, MalformedFilesAreRefused) {
     } catch (const IOError& e) {
       std::string m = e.what();
       EXPECT_NE(m.find(c.message), std::string::npos) << c.name << ": " << m;
-      EXPECT_NE(m.find(p), std::string::npos) << c.name << ": message does not name the file: " << m;
+      EXPECT_NE(m.find(p), std::string::npos)
+          << c.name << ": message does not name the file: " << m;
     } catch (const std::exception& e) {
       ADD_FAILURE() << c.name << ": expected IOError, got " << e.what();
     }
@@ -240,7 +254,8 @@ TEST_F(SafetensorsTest, FailedSaveLeavesOldFileUntouched) {
   const std::string before = read_bytes(p);
   auto only_target_left = [&] {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir_))
+      names.push_back(e.path().filename().string());
     return names == std::vector<std::string>{"w.safetensors"};
   };
   // A tensor that cannot be serialised, after the temp file was created.
@@ -251,12 +266,14 @@ TEST_F(SafetensorsTest, FailedSaveLeavesOldFileUntouched) {
   EXPECT_EQ(read_bytes(p), before);
   EXPECT_TRUE(only_target_left());
   // A directory that does not exist: nothing can be created.
-  EXPECT_THROW_MSG(save(nn::StateDict{{"x", ones({1})}}, path("no/such/dir.safetensors")), IOError,
-                   "cannot create");
+  EXPECT_THROW_MSG(
+      save(nn::StateDict{{"x", ones({1})}}, path("no/such/dir.safetensors")),
+      IOError,
+      "cannot create");
   // The rename fails (the target is a non-empty directory): the temp file must go.
   fs::create_directories(dir_ / "d.safetensors" / "inner");
-  EXPECT_THROW_MSG(save(nn::StateDict{{"x", ones({1})}}, path("d.safetensors")), IOError,
-                   "cannot rename");
+  EXPECT_THROW_MSG(
+      save(nn::StateDict{{"x", ones({1})}}, path("d.safetensors")), IOError, "cannot rename");
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
   // A successful save replaces the old file.
