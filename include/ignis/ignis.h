@@ -7,6 +7,7 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/io.h"
+#include "ignis/metrics.h"
 #include "ignis/models.h"
 #include "ignis/nn_ops.h"
 #include "ignis/nn/clip_grad.h"
