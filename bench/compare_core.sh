@@ -16,21 +16,13 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 ignis_bin="${1:-build/bench/core_ops}"
 shift || true
-python="${IGNIS_PYTHON:-/usr/bin/python3}"
-arch_lib=/usr/lib/x86_64-linux-gnu
-openblas_dir="$arch_lib/openblas-openmp"
-jemalloc="$arch_lib/libjemalloc.so.2"
 
 if [[ ! -x "$ignis_bin" ]]; then
   echo "compare_core.sh: no Ignis benchmark at $ignis_bin (build the core_ops target)" >&2
   exit 1
 fi
-torch_env=(env "LD_LIBRARY_PATH=$openblas_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-if [[ -e "$jemalloc" ]]; then
-  torch_env+=("LD_PRELOAD=$jemalloc" "MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always")
-else
-  echo "compare_core.sh: warning: $jemalloc missing (apt install libjemalloc2); PyTorch runs without it" >&2
-fi
+# shellcheck source=torch_env.sh
+source "$here/torch_env.sh"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
