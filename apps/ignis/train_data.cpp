@@ -35,11 +35,21 @@ ig::data::LabeledImages head(ig::data::LabeledImages d, int64_t n) {
   return d;
 }
 
-ig::data::LabeledImages read(const std::string& data, const std::string& dir, bool train) {
+ig::data::LabeledImages read_files(const std::string& data, const std::string& dir, bool train) {
   if (data == "fashion-mnist") return ig::data::fashion_mnist(dir, train);
   if (data == "mnist") return ig::data::mnist(dir, train);
   if (data == "cifar10") return ig::data::cifar10(dir, train);
   return ig::data::cifar100(dir, train);
+}
+
+// The reader's message names the file and what is wrong with it; add what to do about it.
+ig::data::LabeledImages read(const std::string& data, const std::string& dir, bool train) {
+  try {
+    return read_files(data, dir, train);
+  } catch (const ig::IOError& e) {
+    throw UsageError(fmt::format("{}; check --data-dir (it must hold the {} files) or "
+                                 "re-download them", e.what(), data));
+  }
 }
 
 // Mean and std per channel over the given samples of uint8 images [N, C, H, W], scaled to
@@ -96,7 +106,7 @@ std::vector<double> parse_split(const std::string& split) {
     throw UsageError(fmt::format("--split '{}': expected 3 parts, got {}; {}", split,
                                  parts.size(), fix));
   if (std::abs(parts[0] + parts[1] + parts[2] - 1) > 1e-6)
-    throw UsageError(fmt::format("--split '{}': the fractions sum to {}, not 1; {}", split,
+    throw UsageError(fmt::format("--split '{}': the fractions sum to {:g}, not 1; {}", split,
                                  parts[0] + parts[1] + parts[2], fix));
   if (parts[0] == 0 || parts[2] == 0)
     throw UsageError(fmt::format("--split '{}': the train and test parts must not be empty; {}",
