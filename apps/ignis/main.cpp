@@ -5,13 +5,13 @@
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
 //     same way, with its "[component]" message, and also exits 2.
 // The work is in train.cpp (train) and devices.cpp (devices).
-#include <cstdio>
-#include <cstdint>
-#include <string>
-
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <ignis/ignis.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "options.h"
 
@@ -49,20 +49,29 @@ int fail(const std::string& what) {
 }
 
 void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
-  train.add_option("--model", o.model,
-                   "Model: mlp, cnn, resnet18, resnet34, resnet50 (default: cnn on the CPU, "
-                   "resnet18 on a GPU)")
+  train
+      .add_option(
+          "--model",
+          o.model,
+          "Model: mlp, cnn, resnet18, resnet34, resnet50 (default: cnn on the CPU, "
+          "resnet18 on a GPU)")
       ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
-  train.add_option("--data", o.data, "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic")
+  train
+      .add_option("--data", o.data, "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic")
       ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"}))
       ->capture_default_str();
-  train.add_option("--data-dir", o.data_dir,
-                   "Directory of the data set's files (default: Debian's location under "
-                   "/usr/share/datasets)");
-  train.add_option("--split", o.split,
-                   "train,validation,test fractions. The data set's train and test files are "
-                   "POOLED and split at random from --seed; 'official' keeps the official test "
-                   "set and holds out 10% of the training set for validation")
+  train.add_option(
+      "--data-dir",
+      o.data_dir,
+      "Directory of the data set's files (default: Debian's location under "
+      "/usr/share/datasets)");
+  train
+      .add_option(
+          "--split",
+          o.split,
+          "train,validation,test fractions. The data set's train and test files are "
+          "POOLED and split at random from --seed; 'official' keeps the official test "
+          "set and holds out 10% of the training set for validation")
       ->capture_default_str();
   train.add_option("--epochs", o.epochs, "Epochs (default: 3)")->check(kPositiveInt);
   train.add_option("--batch-size", o.batch_size, "Batch size")
@@ -71,9 +80,12 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
   train.add_option("--optimizer", o.optimizer, "sgd, adam, adamw, rmsprop")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop"}))
       ->capture_default_str();
-  train.add_option("--lr", o.lr,
-                   "Learning rate (peak lr with onecycle; default: 0.05 for sgd, 0.001 for "
-                   "adam/adamw/rmsprop)")
+  train
+      .add_option(
+          "--lr",
+          o.lr,
+          "Learning rate (peak lr with onecycle; default: 0.05 for sgd, 0.001 for "
+          "adam/adamw/rmsprop)")
       ->check(kPositive);
   train.add_option("--momentum", o.momentum, "Momentum (sgd, rmsprop)")
       ->check(CLI::Range(0.0, 1.0))
@@ -85,30 +97,44 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
   train.add_option("--schedule", o.schedule, "LR schedule: constant, step, cosine, onecycle")
       ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle"}))
       ->capture_default_str();
-  train.add_option("--warmup", o.warmup,
-                   "Epochs of linear LR warm-up (onecycle: length of the rising phase; "
-                   "default 30% of the run)")
+  train
+      .add_option(
+          "--warmup",
+          o.warmup,
+          "Epochs of linear LR warm-up (onecycle: length of the rising phase; "
+          "default 30% of the run)")
       ->check(kNonNegative);
   train.add_option("--label-smoothing", o.label_smoothing, "Label smoothing in [0, 1)")
       ->check(CLI::Range(0.0, 0.999))
       ->capture_default_str();
-  train.add_option("--augment", o.augment,
-                   "none, or standard: random crop (padding 4) + horizontal flip for 32x32 "
-                   "colour images, random crop only for 28x28 ones")
+  train
+      .add_option(
+          "--augment",
+          o.augment,
+          "none, or standard: random crop (padding 4) + horizontal flip for 32x32 "
+          "colour images, random crop only for 28x28 ones")
       ->check(CLI::IsMember({"none", "standard"}))
       ->capture_default_str();
   train.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: cuda when available)")
       ->capture_default_str();
-  train.add_option("--workers", o.workers, "Data loader worker threads (0: load on the main thread)")
+  train
+      .add_option("--workers", o.workers, "Data loader worker threads (0: load on the main thread)")
       ->check(kNonNegativeInt)
       ->capture_default_str();
-  train.add_option("--seed", o.seed, "Seed of the split, the initial weights, the shuffling and "
-                                     "the augmentation")
+  train
+      .add_option(
+          "--seed",
+          o.seed,
+          "Seed of the split, the initial weights, the shuffling and "
+          "the augmentation")
       ->capture_default_str();
   train.add_option("--out", o.out, "Run directory (default: runs/<model>-<data>-<timestamp>)");
-  train.add_option("--limit", o.limit,
-                   "Use only the first N samples of the pooled data set (quick runs, tests); "
-                   "with --split official, the first N of each file")
+  train
+      .add_option(
+          "--limit",
+          o.limit,
+          "Use only the first N samples of the pooled data set (quick runs, tests); "
+          "with --split official, the first N of each file")
       ->check(kPositiveInt);
 }
 

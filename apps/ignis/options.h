@@ -38,8 +38,8 @@ struct TrainOptions {
   std::string device = "auto";
   int workers = 0;
   uint64_t seed = 0;
-  std::string out;     ///< "" = runs/<model>-<data>-<timestamp>
-  int64_t limit = 0;   ///< 0 = all samples
+  std::string out;    ///< "" = runs/<model>-<data>-<timestamp>
+  int64_t limit = 0;  ///< 0 = all samples
 };
 
 /// Runs `ignis train`; returns the exit status.

@@ -2,14 +2,15 @@
 // the inputs are at most a data set's labels, so there is nothing here worth a kernel.
 #include "report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ignis_cli {
 
 ClassificationReport classification_report(
-    const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+    const std::vector<int64_t>& labels,
+    const std::vector<int64_t>& predictions,
     int64_t num_classes) {
   ClassificationReport r;
   const size_t c = size_t(num_classes);
@@ -54,12 +55,22 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
   size_t name_w = std::string("weighted avg").size();
   for (const auto& s : classes) name_w = std::max(name_w, s.size());
   std::string out = fmt::format(
-      "{:<{}}  {:>9}  {:>9}  {:>9}  {:>8}\n", "class", name_w, "precision", "recall", "f1",
+      "{:<{}}  {:>9}  {:>9}  {:>9}  {:>8}\n",
+      "class",
+      name_w,
+      "precision",
+      "recall",
+      "f1",
       "support");
   auto row = [&](const std::string& name, const ClassScores& s) {
     out += fmt::format(
-        "{:<{}}  {:>9.4f}  {:>9.4f}  {:>9.4f}  {:>8}\n", name, name_w, s.precision, s.recall,
-        s.f1, s.support);
+        "{:<{}}  {:>9.4f}  {:>9.4f}  {:>9.4f}  {:>8}\n",
+        name,
+        name_w,
+        s.precision,
+        s.recall,
+        s.f1,
+        s.support);
   };
   for (size_t k = 0; k < r.per_class.size(); ++k) row(classes[k], r.per_class[k]);
   out += "\n";
@@ -68,8 +79,9 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
 
   const size_t c = r.confusion.size();
   if (c > 20) {
-    return out + fmt::format(
-                     "\n(confusion matrix: {} x {} classes, written to metrics.jsonl only)\n", c, c);
+    return out +
+           fmt::format(
+               "\n(confusion matrix: {} x {} classes, written to metrics.jsonl only)\n", c, c);
   }
   // Columns are headed by class index (names are too wide for ten columns); rows carry both.
   int64_t biggest = 1;
@@ -96,10 +108,11 @@ nlohmann::json to_json(const ClassificationReport& r) {
   };
   nlohmann::json per_class = nlohmann::json::array();
   for (const ClassScores& s : r.per_class) per_class.push_back(scores(s));
-  return {{"per_class", per_class},
-          {"macro", scores(r.macro)},
-          {"weighted", scores(r.weighted)},
-          {"confusion", r.confusion}};
+  return {
+      {"per_class", per_class},
+      {"macro", scores(r.macro)},
+      {"weighted", scores(r.weighted)},
+      {"confusion", r.confusion}};
 }
 
 }  // namespace ignis_cli

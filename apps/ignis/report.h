@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ignis_cli {
 
@@ -28,7 +27,8 @@ struct ClassificationReport {
 /// A class never predicted has precision 0, one never present recall 0 (sklearn's
 /// zero_division=0), and F1 is 0 when precision + recall is 0.
 ClassificationReport classification_report(
-    const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+    const std::vector<int64_t>& labels,
+    const std::vector<int64_t>& predictions,
     int64_t num_classes);
 
 /// Per-class table plus macro/weighted rows, then the confusion matrix (only up to 20

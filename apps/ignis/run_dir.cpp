@@ -1,10 +1,10 @@
 // The run directory (see run_dir.h).
 #include "run_dir.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "options.h"
 
@@ -16,8 +16,8 @@ RunDir::RunDir(std::string path, const nlohmann::json& config) : path_(std::move
   const fs::path dir(path_);
   std::error_code ec;
   if (fs::exists(dir) && !fs::is_directory(dir))
-    throw UsageError(fmt::format("--out {}: exists and is not a directory; choose another --out",
-                                 path_));
+    throw UsageError(
+        fmt::format("--out {}: exists and is not a directory; choose another --out", path_));
   const fs::path cfg = dir / "config.json";
   if (fs::exists(cfg)) {
     nlohmann::json old;
@@ -43,12 +43,13 @@ RunDir::RunDir(std::string path, const nlohmann::json& config) : path_(std::move
   }
   fs::create_directories(dir, ec);
   if (ec)
-    throw UsageError(fmt::format("--out {}: cannot create the directory ({}); choose another --out",
-                                 path_, ec.message()));
+    throw UsageError(fmt::format(
+        "--out {}: cannot create the directory ({}); choose another --out", path_, ec.message()));
   std::ofstream out(cfg);
   out << config.dump(2) << "\n";
   if (!out)
-    throw UsageError(fmt::format("--out {}: cannot write config.json; choose another --out", path_));
+    throw UsageError(
+        fmt::format("--out {}: cannot write config.json; choose another --out", path_));
   std::ofstream(dir / "metrics.jsonl", std::ios::trunc);  // a re-run starts a fresh log
 }
 

@@ -3,9 +3,8 @@
 // model.safetensors. A directory that already holds a different run is never overwritten.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace ignis_cli {
 

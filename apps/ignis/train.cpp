@@ -6,15 +6,14 @@
 // Default recipe (no flags, CPU): SmallCNN on Fashion-MNIST, 3 epochs, batch 128, SGD with
 // Nesterov momentum 0.9, weight decay 5e-4, one-cycle lr peaking at 0.05 — chosen to finish
 // within ~5 minutes on two cores while reaching ~90% test accuracy. On a GPU: ResNet-18.
+#include <fmt/format.h>
+#include <ignis/ignis.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <memory>
-
-#include <fmt/format.h>
-#include <ignis/ignis.h>
 #include <nlohmann/json.hpp>
 
 #include "options.h"
@@ -48,15 +47,21 @@ ig::Device resolve_device(const std::string& spec, std::string& why) {
   try {
     d = ig::Device(spec);
   } catch (const ig::Error&) {
-    throw UsageError(fmt::format("--device '{}': not a device; use auto, cpu, cuda or cuda:N", spec));
+    throw UsageError(
+        fmt::format("--device '{}': not a device; use auto, cpu, cuda or cuda:N", spec));
   }
   if (d.is_cuda()) {
     if (!ig::cuda::is_available())
-      throw UsageError(fmt::format("--device {}: CUDA is not available on this machine or in "
-                                   "this build; use --device cpu (or auto)", spec));
+      throw UsageError(fmt::format(
+          "--device {}: CUDA is not available on this machine or in "
+          "this build; use --device cpu (or auto)",
+          spec));
     if (d.index >= ig::cuda::device_count())
-      throw UsageError(fmt::format("--device {}: only {} CUDA device(s) (cuda:0 .. cuda:{})",
-                                   spec, ig::cuda::device_count(), ig::cuda::device_count() - 1));
+      throw UsageError(fmt::format(
+          "--device {}: only {} CUDA device(s) (cuda:0 .. cuda:{})",
+          spec,
+          ig::cuda::device_count(),
+          ig::cuda::device_count() - 1));
   }
   why = "requested with --device";
   return d;
@@ -69,29 +74,36 @@ std::unique_ptr<ig::nn::Module> make_model(const std::string& name, const TrainD
         ig::models::MLPConfig{d.channels * d.height * d.width, 512, classes});
   if (name == "cnn") {
     if (d.height != d.width || d.height % 4 != 0)
-      throw UsageError(fmt::format("--model cnn needs square images with a side divisible by 4, "
-                                   "not {}x{}; use --model mlp or a resnet", d.height, d.width));
+      throw UsageError(fmt::format(
+          "--model cnn needs square images with a side divisible by 4, "
+          "not {}x{}; use --model mlp or a resnet",
+          d.height,
+          d.width));
     return std::make_unique<ig::models::SmallCNN>(
         ig::models::SmallCNNConfig{d.channels, classes, d.height});
   }
   // Small images get the CIFAR stem (3x3 conv, no max-pool) so 28x28 and 32x32 inputs keep
   // enough resolution through four stages; in_channels follows the data (1 for MNIST).
-  ig::models::ResNetConfig cfg{d.channels, classes,
-                               d.height <= 64 ? ig::models::ResNetStem::Cifar
-                                              : ig::models::ResNetStem::ImageNet};
+  ig::models::ResNetConfig cfg{
+      d.channels,
+      classes,
+      d.height <= 64 ? ig::models::ResNetStem::Cifar : ig::models::ResNetStem::ImageNet};
   if (name == "resnet18") return ig::models::resnet18(cfg);
   if (name == "resnet34") return ig::models::resnet34(cfg);
   return ig::models::resnet50(cfg);
 }
 
-std::unique_ptr<ig::optim::Optimizer> make_optimizer(const TrainOptions& o,
-                                                     std::vector<ig::Tensor> params) {
+std::unique_ptr<ig::optim::Optimizer> make_optimizer(
+    const TrainOptions& o, std::vector<ig::Tensor> params) {
   namespace opt = ig::optim;
   if (o.optimizer == "sgd")
     return std::make_unique<opt::SGD>(
-        std::move(params), opt::SGDOptions{.lr = o.lr, .momentum = o.momentum,
-                                           .weight_decay = o.weight_decay,
-                                           .nesterov = o.nesterov});
+        std::move(params),
+        opt::SGDOptions{
+            .lr = o.lr,
+            .momentum = o.momentum,
+            .weight_decay = o.weight_decay,
+            .nesterov = o.nesterov});
   if (o.optimizer == "adam")
     return std::make_unique<opt::Adam>(
         std::move(params), opt::AdamOptions{.lr = o.lr, .weight_decay = o.weight_decay});
@@ -99,19 +111,22 @@ std::unique_ptr<ig::optim::Optimizer> make_optimizer(const TrainOptions& o,
     return std::make_unique<opt::AdamW>(
         std::move(params), opt::AdamWOptions{.lr = o.lr, .weight_decay = o.weight_decay});
   return std::make_unique<opt::RMSprop>(
-      std::move(params), opt::RMSpropOptions{.lr = o.lr, .weight_decay = o.weight_decay,
-                                             .momentum = o.momentum});
+      std::move(params),
+      opt::RMSpropOptions{.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum});
 }
 
 // The schedule, stepped once per batch (so warm-up may be a fraction of an epoch). Returns
 // the schedulers in construction order; the last one is the one to step (SequentialLR holds
 // references to the others, which must stay alive).
 std::vector<std::unique_ptr<ig::optim::LRScheduler>> make_schedule(
-    const TrainOptions& o, ig::optim::Optimizer& opt, int64_t total_steps, int64_t steps_per_epoch) {
+    const TrainOptions& o,
+    ig::optim::Optimizer& opt,
+    int64_t total_steps,
+    int64_t steps_per_epoch) {
   namespace optim = ig::optim;
   std::vector<std::unique_ptr<optim::LRScheduler>> s;
-  const int64_t warm = std::min<int64_t>(int64_t(std::llround(o.warmup * double(steps_per_epoch))),
-                                         total_steps - 1);
+  const int64_t warm =
+      std::min<int64_t>(int64_t(std::llround(o.warmup * double(steps_per_epoch))), total_steps - 1);
   if (o.schedule == "onecycle") {
     optim::OneCycleLROptions oc;
     if (warm > 0) oc.pct_start = double(warm) / double(total_steps);
@@ -191,22 +206,43 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device) {
   if (o.model.empty()) o.model = device.is_cuda() ? "resnet18" : "cnn";
   if (o.epochs == 0) o.epochs = 3;
   if (std::isnan(o.lr)) o.lr = o.optimizer == "sgd" ? 0.05 : 1e-3;
-  if (o.optimizer != "sgd" || o.momentum == 0) o.nesterov = false;  // Nesterov is SGD's, needs momentum
+  if (o.optimizer != "sgd" || o.momentum == 0)
+    o.nesterov = false;  // Nesterov is SGD's, needs momentum
   if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, o.data, timestamp());
 }
 
-nlohmann::json config_json(const TrainOptions& o, const ig::Device& device, const TrainData& d,
-                           int64_t params) {
-  return {{"model", o.model}, {"data", o.data}, {"data_dir", d.data_dir}, {"split", o.split},
-          {"epochs", o.epochs}, {"batch_size", o.batch_size}, {"optimizer", o.optimizer},
-          {"lr", o.lr}, {"momentum", o.momentum}, {"nesterov", o.nesterov},
-          {"weight_decay", o.weight_decay}, {"schedule", o.schedule}, {"warmup", o.warmup},
-          {"label_smoothing", o.label_smoothing}, {"augment", o.augment},
-          {"device", device.str()}, {"workers", o.workers}, {"seed", o.seed}, {"out", o.out},
-          {"limit", o.limit}, {"classes", d.classes}, {"mean", d.mean}, {"std", d.std},
-          {"train_size", d.train->size()}, {"val_size", d.val->size()},
-          {"test_size", d.test->size()}, {"parameters", params},
-          {"ignis_version", ig::version()}, {"started_at", timestamp()}};
+nlohmann::json config_json(
+    const TrainOptions& o, const ig::Device& device, const TrainData& d, int64_t params) {
+  return {
+      {"model", o.model},
+      {"data", o.data},
+      {"data_dir", d.data_dir},
+      {"split", o.split},
+      {"epochs", o.epochs},
+      {"batch_size", o.batch_size},
+      {"optimizer", o.optimizer},
+      {"lr", o.lr},
+      {"momentum", o.momentum},
+      {"nesterov", o.nesterov},
+      {"weight_decay", o.weight_decay},
+      {"schedule", o.schedule},
+      {"warmup", o.warmup},
+      {"label_smoothing", o.label_smoothing},
+      {"augment", o.augment},
+      {"device", device.str()},
+      {"workers", o.workers},
+      {"seed", o.seed},
+      {"out", o.out},
+      {"limit", o.limit},
+      {"classes", d.classes},
+      {"mean", d.mean},
+      {"std", d.std},
+      {"train_size", d.train->size()},
+      {"val_size", d.val->size()},
+      {"test_size", d.test->size()},
+      {"parameters", params},
+      {"ignis_version", ig::version()},
+      {"started_at", timestamp()}};
 }
 
 }  // namespace
@@ -220,9 +256,16 @@ int run_train(TrainOptions o) {
   const int64_t num_classes = int64_t(d.classes.size());
 
   fmt::print("device  {} ({})\n", device.str(), why);
-  fmt::print("data    {}: {} classes, {}x{}x{} images; train {}, validation {}, test {}\n",
-             o.data, num_classes, d.channels, d.height, d.width, d.train->size(),
-             d.val->size(), d.test->size());
+  fmt::print(
+      "data    {}: {} classes, {}x{}x{} images; train {}, validation {}, test {}\n",
+      o.data,
+      num_classes,
+      d.channels,
+      d.height,
+      d.width,
+      d.train->size(),
+      d.val->size(),
+      d.test->size());
   fmt::print("        {}\n", d.split_note);
 
   ig::manual_seed(o.seed);  // initial weights follow the seed
@@ -233,8 +276,8 @@ int run_train(TrainOptions o) {
 
   // Batches travel to the device as uint8 (4x less to copy), then become normalised floats.
   using T = std::shared_ptr<ig::data::BatchTransform>;
-  std::vector<T> eval_tf{std::make_shared<ig::data::ToFloat>(),
-                         std::make_shared<ig::data::Normalize>(d.mean, d.std)};
+  std::vector<T> eval_tf{
+      std::make_shared<ig::data::ToFloat>(), std::make_shared<ig::data::Normalize>(d.mean, d.std)};
   std::vector<T> train_tf{std::make_shared<ig::data::ToFloat>()};
   if (o.augment == "standard") {
     train_tf.push_back(std::make_shared<ig::data::RandomCrop>(d.height, d.width, 4));
@@ -242,14 +285,21 @@ int run_train(TrainOptions o) {
   }
   train_tf.push_back(eval_tf.back());
   ig::data::DataLoader train_loader(
-      d.train, {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed,
-                .num_workers = o.workers, .device = device,
-                .transform = ig::data::Compose(o.seed, train_tf)});
+      d.train,
+      {.batch_size = o.batch_size,
+       .shuffle = true,
+       .seed = o.seed,
+       .num_workers = o.workers,
+       .device = device,
+       .transform = ig::data::Compose(o.seed, train_tf)});
   auto eval_loader = [&](ig::data::DatasetPtr set) {
     return std::make_unique<ig::data::DataLoader>(
-        set, ig::data::DataLoaderOptions{.batch_size = 2 * o.batch_size,
-                                         .num_workers = o.workers, .device = device,
-                                         .transform = ig::data::Compose(o.seed, eval_tf)});
+        set,
+        ig::data::DataLoaderOptions{
+            .batch_size = 2 * o.batch_size,
+            .num_workers = o.workers,
+            .device = device,
+            .transform = ig::data::Compose(o.seed, eval_tf)});
   };
   auto val_loader = eval_loader(d.val);
   auto test_loader = eval_loader(d.test);
@@ -257,12 +307,18 @@ int run_train(TrainOptions o) {
   auto optimizer = make_optimizer(o, model->parameters());
   const int64_t steps_per_epoch = train_loader.size();
   auto schedule = make_schedule(o, *optimizer, o.epochs * steps_per_epoch, steps_per_epoch);
-  fmt::print("recipe  {} epochs, batch {}, {} lr {} ({}{}), weight decay {}{}{}\n", o.epochs,
-             o.batch_size, o.optimizer, o.lr, o.schedule,
-             o.warmup > 0 ? fmt::format(", warm-up {} epochs", o.warmup) : "",
-             o.weight_decay, o.optimizer == "sgd" || o.optimizer == "rmsprop"
-                                 ? fmt::format(", momentum {}", o.momentum) : "",
-             o.nesterov ? " nesterov" : "");
+  fmt::print(
+      "recipe  {} epochs, batch {}, {} lr {} ({}{}), weight decay {}{}{}\n",
+      o.epochs,
+      o.batch_size,
+      o.optimizer,
+      o.lr,
+      o.schedule,
+      o.warmup > 0 ? fmt::format(", warm-up {} epochs", o.warmup) : "",
+      o.weight_decay,
+      o.optimizer == "sgd" || o.optimizer == "rmsprop" ? fmt::format(", momentum {}", o.momentum)
+                                                       : "",
+      o.nesterov ? " nesterov" : "");
 
   RunDir run(o.out, config_json(o, device, d, params));
   fmt::print("run     {}\n", run.path());
@@ -301,12 +357,18 @@ int run_train(TrainOptions o) {
         const double dt = seconds_since(window_start);
         if (!tty || dt > 0.5 || step == steps_per_epoch) {
           const std::string line = fmt::format(
-              "epoch {}/{}  step {}/{}  loss {:.4f}  acc {:.2f}%  {:.0f} samples/s", epoch,
-              o.epochs, step, steps_per_epoch, loss_sum.item<double>() / double(seen),
+              "epoch {}/{}  step {}/{}  loss {:.4f}  acc {:.2f}%  {:.0f} samples/s",
+              epoch,
+              o.epochs,
+              step,
+              steps_per_epoch,
+              loss_sum.item<double>() / double(seen),
               100.0 * correct_sum.item<double>() / double(seen),
               double(window_samples) / std::max(dt, 1e-9));
-          if (tty) fmt::print("\r{:<90}", line);
-          else fmt::print("{}\n", line);
+          if (tty)
+            fmt::print("\r{:<90}", line);
+          else
+            fmt::print("{}\n", line);
           std::fflush(stdout);
           window_start = Clock::now();
           window_samples = 0;
@@ -328,27 +390,48 @@ int run_train(TrainOptions o) {
       best = ig::nn::StateDict();
       for (const auto& [key, t] : model->state_dict()) best.insert(key, t.clone());
     }
-    fmt::print("epoch {}/{} done  train loss {:.4f} acc {:.2f}%  val loss {:.4f} acc {:.2f}%  "
-               "lr {:.3g}  {:.1f}s{}\n",
-               epoch, o.epochs, train_loss, 100 * train_acc, val.loss, 100 * val.accuracy, lr,
-               epoch_time, is_best ? "  (best)" : "");
-    run.log({{"type", "epoch"}, {"epoch", epoch}, {"train_loss", train_loss},
-             {"train_accuracy", train_acc}, {"val_loss", val.loss},
-             {"val_accuracy", val.accuracy}, {"lr", lr}, {"epoch_time_s", epoch_time},
-             {"train_samples_per_s", double(seen) / std::max(train_time, 1e-9)}});
+    fmt::print(
+        "epoch {}/{} done  train loss {:.4f} acc {:.2f}%  val loss {:.4f} acc {:.2f}%  "
+        "lr {:.3g}  {:.1f}s{}\n",
+        epoch,
+        o.epochs,
+        train_loss,
+        100 * train_acc,
+        val.loss,
+        100 * val.accuracy,
+        lr,
+        epoch_time,
+        is_best ? "  (best)" : "");
+    run.log(
+        {{"type", "epoch"},
+         {"epoch", epoch},
+         {"train_loss", train_loss},
+         {"train_accuracy", train_acc},
+         {"val_loss", val.loss},
+         {"val_accuracy", val.accuracy},
+         {"lr", lr},
+         {"epoch_time_s", epoch_time},
+         {"train_samples_per_s", double(seen) / std::max(train_time, 1e-9)}});
   }
 
   model->load_state_dict(best);
   EvalResult test = evaluate(*model, *test_loader, num_classes);
   ClassificationReport rep = classification_report(test.labels, test.predictions, num_classes);
-  fmt::print("\ntest set ({} samples, best epoch {}): accuracy {:.2f}%", test.n, best_epoch,
-             100 * test.accuracy);
+  fmt::print(
+      "\ntest set ({} samples, best epoch {}): accuracy {:.2f}%",
+      test.n,
+      best_epoch,
+      100 * test.accuracy);
   if (num_classes > 5) fmt::print("  top-5 {:.2f}%", 100 * test.top5);
   fmt::print("  loss {:.4f}\n\n{}", test.loss, format_report(rep, d.classes));
   nlohmann::json final_rec = to_json(rep);
-  final_rec.update({{"type", "test"}, {"best_epoch", best_epoch}, {"test_loss", test.loss},
-                    {"test_accuracy", test.accuracy}, {"test_samples", test.n},
-                    {"wall_time_s", seconds_since(run_start)}});
+  final_rec.update(
+      {{"type", "test"},
+       {"best_epoch", best_epoch},
+       {"test_loss", test.loss},
+       {"test_accuracy", test.accuracy},
+       {"test_samples", test.n},
+       {"wall_time_s", seconds_since(run_start)}});
   if (num_classes > 5) final_rec["test_top5_accuracy"] = test.top5;
   run.log(final_rec);
 

@@ -6,11 +6,11 @@
 // test file and holds out 10% of the training file for validation.
 #include "train_data.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace ig = ignis;
 namespace fs = std::filesystem;
@@ -47,15 +47,21 @@ ig::data::LabeledImages read(const std::string& data, const std::string& dir, bo
   try {
     return read_files(data, dir, train);
   } catch (const ig::IOError& e) {
-    throw UsageError(fmt::format("{}; check --data-dir (it must hold the {} files) or "
-                                 "re-download them", e.what(), data));
+    throw UsageError(fmt::format(
+        "{}; check --data-dir (it must hold the {} files) or "
+        "re-download them",
+        e.what(),
+        data));
   }
 }
 
 // Mean and std per channel over the given samples of uint8 images [N, C, H, W], scaled to
 // [0, 1]. A double loop over bytes: one pass over at most a few hundred MB, done once.
-void channel_stats(const ig::Tensor& images, const std::vector<int64_t>& indices,
-                   std::vector<double>& mean, std::vector<double>& stdev) {
+void channel_stats(
+    const ig::Tensor& images,
+    const std::vector<int64_t>& indices,
+    std::vector<double>& mean,
+    std::vector<double>& stdev) {
   const int64_t c = images.size(1), plane = images.size(2) * images.size(3);
   const uint8_t* p = images.contiguous().data_ptr<uint8_t>();
   std::vector<double> sum(size_t(c), 0), sq(size_t(c), 0);
@@ -87,8 +93,9 @@ std::vector<double> parse_split(const std::string& split) {
   std::vector<double> parts;
   std::stringstream ss(split);
   std::string item;
-  const std::string fix = "give three fractions train,validation,test that sum to 1 "
-                          "(e.g. --split 0.7,0.1,0.2) or --split official";
+  const std::string fix =
+      "give three fractions train,validation,test that sum to 1 "
+      "(e.g. --split 0.7,0.1,0.2) or --split official";
   while (std::getline(ss, item, ',')) {
     size_t used = 0;
     double v = 0;
@@ -98,19 +105,22 @@ std::vector<double> parse_split(const std::string& split) {
       used = 0;
     }
     if (used == 0 || used != item.size() || !(v >= 0 && v <= 1))
-      throw UsageError(fmt::format("--split '{}': '{}' is not a fraction in [0, 1]; {}", split,
-                                   item, fix));
+      throw UsageError(
+          fmt::format("--split '{}': '{}' is not a fraction in [0, 1]; {}", split, item, fix));
     parts.push_back(v);
   }
   if (parts.size() != 3)
-    throw UsageError(fmt::format("--split '{}': expected 3 parts, got {}; {}", split,
-                                 parts.size(), fix));
+    throw UsageError(
+        fmt::format("--split '{}': expected 3 parts, got {}; {}", split, parts.size(), fix));
   if (std::abs(parts[0] + parts[1] + parts[2] - 1) > 1e-6)
-    throw UsageError(fmt::format("--split '{}': the fractions sum to {:g}, not 1; {}", split,
-                                 parts[0] + parts[1] + parts[2], fix));
+    throw UsageError(fmt::format(
+        "--split '{}': the fractions sum to {:g}, not 1; {}",
+        split,
+        parts[0] + parts[1] + parts[2],
+        fix));
   if (parts[0] == 0 || parts[2] == 0)
-    throw UsageError(fmt::format("--split '{}': the train and test parts must not be empty; {}",
-                                 split, fix));
+    throw UsageError(
+        fmt::format("--split '{}': the train and test parts must not be empty; {}", split, fix));
   return parts;
 }
 
@@ -121,8 +131,9 @@ TrainData load_train_data(const TrainOptions& o) {
   bool official = fractions.empty();
   if (o.data == "synthetic") {
     if (official)
-      throw UsageError("--split official: the synthetic data set has no official test set; "
-                       "use fractions such as --split 0.7,0.1,0.2");
+      throw UsageError(
+          "--split official: the synthetic data set has no official test set; "
+          "use fractions such as --split 0.7,0.1,0.2");
     const int64_t n = o.limit > 0 ? o.limit : 2048;
     auto set = std::make_shared<ig::data::SyntheticDataset>(n, ig::Shape{1, 28, 28}, 10, o.seed);
     pool.images = set->tensors()[0];
@@ -132,7 +143,8 @@ TrainData load_train_data(const TrainOptions& o) {
     d.data_dir = o.data_dir.empty() ? default_dir(o.data) : o.data_dir;
     if (!fs::is_directory(d.data_dir))
       throw UsageError(fmt::format(
-          "--data {}: data directory '{}' does not exist; pass --data-dir DIR{}", o.data,
+          "--data {}: data directory '{}' does not exist; pass --data-dir DIR{}",
+          o.data,
           d.data_dir,
           o.data == "fashion-mnist" ? " or install Debian's dataset-fashion-mnist package" : ""));
     // --limit takes the first N of the pool (train file first), so a small run reads only
@@ -166,14 +178,16 @@ TrainData load_train_data(const TrainOptions& o) {
   } else {
     parts = ig::data::split_indices(n, fractions, o.seed);
     d.test = std::make_shared<ig::data::Subset>(all, parts[2]);
-    d.split_note = fmt::format("train and test files pooled, split {} at random (seed {})",
-                               o.split, o.seed);
+    d.split_note =
+        fmt::format("train and test files pooled, split {} at random (seed {})", o.split, o.seed);
   }
   d.train = std::make_shared<ig::data::Subset>(all, parts[0]);
   d.val = std::make_shared<ig::data::Subset>(all, parts[1]);
   if (d.train->size() == 0 || d.test->size() == 0)
-    throw UsageError(fmt::format("--limit {}: too few samples for a train and a test part; "
-                                 "raise --limit", o.limit));
+    throw UsageError(fmt::format(
+        "--limit {}: too few samples for a train and a test part; "
+        "raise --limit",
+        o.limit));
   channel_stats(pool.images, parts[0], d.mean, d.std);
   return d;
 }

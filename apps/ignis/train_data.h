@@ -3,11 +3,11 @@
 // official test set), and the per-channel mean and std of the training part.
 #pragma once
 
+#include <ignis/ignis.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ignis/ignis.h>
 
 #include "options.h"
 
