@@ -392,15 +392,16 @@ int run_train(TrainOptions o) {
       best = ig::nn::StateDict();
       for (const auto& [key, t] : model->state_dict()) best.insert(key, t.clone());
     }
+    const std::string val_text =
+        val.n ? fmt::format("val loss {:.4f} acc {:.2f}%", val.loss, 100 * val.accuracy)
+              : std::string("no validation set");
     fmt::print(
-        "epoch {}/{} done  train loss {:.4f} acc {:.2f}%  val loss {:.4f} acc {:.2f}%  "
-        "lr {:.3g}  {:.1f}s{}\n",
+        "epoch {}/{} done  train loss {:.4f} acc {:.2f}%  {}  lr {:.3g}  {:.1f}s{}\n",
         epoch,
         o.epochs,
         train_loss,
         100 * train_acc,
-        val.loss,
-        100 * val.accuracy,
+        val_text,
         lr,
         epoch_time,
         is_best ? "  (best)" : "");
@@ -409,8 +410,8 @@ int run_train(TrainOptions o) {
          {"epoch", epoch},
          {"train_loss", train_loss},
          {"train_accuracy", train_acc},
-         {"val_loss", val.loss},
-         {"val_accuracy", val.accuracy},
+         {"val_loss", val.n ? nlohmann::json(val.loss) : nlohmann::json()},
+         {"val_accuracy", val.n ? nlohmann::json(val.accuracy) : nlohmann::json()},
          {"lr", lr},
          {"epoch_time_s", epoch_time},
          {"train_samples_per_s", double(seen) / std::max(train_time, 1e-9)}});
