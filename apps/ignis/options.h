@@ -1,0 +1,50 @@
+// The resolved options of `ignis train` and the pieces of the trainer that share them.
+// main.cpp fills TrainOptions from the command line; resolve_defaults() turns the "pick for
+// me" values (empty model, zero epochs, NaN lr) into the recipe for the chosen device, so
+// config.json always records what actually ran.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ignis_cli {
+
+/// A mistake in what the user asked for: main() prints "ignis: error: <what>" and exits 2.
+/// Messages say what is wrong and how to fix it, in one line.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOptions {
+  std::string model;  ///< "" = cnn on the CPU, resnet18 on a GPU
+  std::string data = "fashion-mnist";
+  std::string data_dir;  ///< "" = the data set's default location
+  std::string split = "0.7,0.1,0.2";
+  int64_t epochs = 0;  ///< 0 = the recipe's
+  int64_t batch_size = 128;
+  std::string optimizer = "sgd";
+  double lr = std::numeric_limits<double>::quiet_NaN();  ///< NaN = the optimizer's recipe lr
+  double momentum = 0.9;
+  bool nesterov = true;
+  double weight_decay = 5e-4;
+  std::string schedule = "onecycle";
+  double warmup = 0;  ///< epochs of linear warm-up (onecycle: the rising phase)
+  double label_smoothing = 0;
+  std::string augment = "none";
+  std::string device = "auto";
+  int workers = 0;
+  uint64_t seed = 0;
+  std::string out;    ///< "" = runs/<model>-<data>-<timestamp>
+  int64_t limit = 0;  ///< 0 = all samples
+};
+
+/// Runs `ignis train`; returns the exit status.
+int run_train(TrainOptions options);
+/// Runs `ignis devices`.
+int run_devices();
+
+}  // namespace ignis_cli

@@ -1,0 +1,33 @@
+// The data side of `ignis train`: reading the chosen data set, pooling its train and test
+// files, cutting the pool into train / validation / test parts from the seed (or keeping the
+// official test set), and the per-channel mean and std of the training part.
+#pragma once
+
+#include <ignis/ignis.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "options.h"
+
+namespace ignis_cli {
+
+struct TrainData {
+  ignis::data::DatasetPtr train, val, test;  ///< val may hold 0 samples
+  std::vector<std::string> classes;
+  int64_t channels = 0, height = 0, width = 0;
+  std::vector<double> mean, std;  ///< per channel, of the training part, on the [0, 1] scale
+  std::string data_dir;           ///< where it was read from ("" for synthetic)
+  std::string split_note;         ///< how the parts were made, for the log
+};
+
+/// Parses "a,b,c" (train, validation, test fractions summing to 1) or "official".
+/// Throws UsageError with the fix when it is neither.
+std::vector<double> parse_split(const std::string& split);
+
+/// Reads and splits the data set the options name; UsageError for a missing directory or a
+/// split the data set cannot do.
+TrainData load_train_data(const TrainOptions& o);
+
+}  // namespace ignis_cli
