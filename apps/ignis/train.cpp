@@ -438,13 +438,8 @@ int run_train(TrainOptions o) {
   if (num_classes > 5) final_rec["test_top5_accuracy"] = test.top5;
   run.log(final_rec);
 
-  try {
-    ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
-    fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
-  } catch (const ig::NotImplementedError& e) {
-    // Only while ignis::save is a stub: every other save error still ends the run (exit 2).
-    fmt::print("\nwarning: model.safetensors not written: {}\n", e.what());
-  }
+  ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
+  fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
   fmt::print("done in {:.1f}s\n", seconds_since(run_start));
   return 0;
 }

@@ -1,7 +1,6 @@
 #!/bin/sh
 # A short synthetic run (always available): it must finish, print the report tables and
-# write config.json and metrics.jsonl with the expected content. model.safetensors is not
-# checked yet: ignis::save is still being written.
+# write config.json, metrics.jsonl and model.safetensors with the expected content.
 # Usage: train_synthetic.sh IGNIS WORK
 set -eu
 bin=$1 work=$2
@@ -18,7 +17,16 @@ assert cfg["limit"] == 512 and cfg["train_size"] + cfg["val_size"] + cfg["test_s
 lines = [json.loads(l) for l in open("run/metrics.jsonl")]
 assert [l["type"] for l in lines] == ["epoch", "test"], lines
 assert len(lines[1]["confusion"]) == 10 and sum(map(sum, lines[1]["confusion"])) == cfg["test_size"]
-print("ok: config.json and metrics.jsonl")
+# model.safetensors: u64 header length, JSON header with the MLP's keys and the metadata.
+import struct
+raw = open("run/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+assert header["__metadata__"]["model"] == "mlp", header["__metadata__"]
+assert header["fc1.weight"]["dtype"] == "F32" and header["fc1.weight"]["shape"][0] == 512, header
+end = max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
+assert len(raw) == 8 + n + end, (len(raw), n, end)
+print("ok: config.json, metrics.jsonl and model.safetensors")
 PY
 # A second run with the same options may reuse the directory; a different one may not.
 "$bin" train --data synthetic --limit 512 --epochs 1 --model mlp --out run >/dev/null
