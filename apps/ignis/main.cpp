@@ -73,7 +73,7 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "POOLED and split at random from --seed; 'official' keeps the official test "
           "set and holds out 10% of the training set for validation")
       ->capture_default_str();
-  train.add_option("--epochs", o.epochs, "Epochs (default: 3)")->check(kPositiveInt);
+  train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
   train.add_option("--batch-size", o.batch_size, "Batch size")
       ->check(kPositiveInt)
       ->capture_default_str();
