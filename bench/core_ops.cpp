@@ -21,30 +21,17 @@
 #include <thread>
 #include <vector>
 
+#include "bench_timing.h"
 #include "ignis/ignis.h"
 
 namespace {
+using ignis::bench::time_median;
 
 struct Options {
   int threads = 1;
   double min_time = 0.5;
   std::vector<std::string> only;  // empty: all rows
 };
-
-/// Median seconds of one call of fn (warm-up calls first so allocations are cached).
-double time_median(const std::function<void()>& fn, double min_time) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 2; ++i) fn();
-  std::vector<double> t;
-  const auto start = clock::now();
-  while (t.size() < 5 || std::chrono::duration<double>(clock::now() - start).count() < min_time) {
-    const auto a = clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 void report(const Options& o, const char* op, const char* shape, double sec, double bytes,
             double flops, size_t reps = 0) {

@@ -26,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.h"
 #include "ignis/ignis.h"
 #include "ignis/models.h"
 
 namespace {
+using ignis::bench::time_median;
 
 namespace ig = ignis;
 namespace F = ignis::nn::functional;
@@ -40,23 +42,6 @@ struct Options {
   int resnet_steps = 3;
   std::vector<std::string> only;  // empty: all rows
 };
-
-/// Median seconds of one call of fn: `warmup` calls, then at least `min_reps` calls and
-/// `min_time` seconds.
-double time_median(const std::function<void()>& fn, double min_time, int warmup, int min_reps) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  const auto start = clock::now();
-  while (int(t.size()) < min_reps ||
-         std::chrono::duration<double>(clock::now() - start).count() < min_time) {
-    const auto a = clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 /// A field of /proc/self/status in MB (VmHWM, VmRSS); 0 if it cannot be read.
 double proc_status_mb(const std::string& key) {

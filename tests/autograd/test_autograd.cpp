@@ -12,16 +12,6 @@ using namespace ignis::testing;
 namespace {
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-Tensor rnd(const Shape& shape, double lo, double hi, uint64_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return tensor(random_values(n, lo, hi, seed), shape);
-}
-
-void expect_gradcheck(const char* what, const Fn& fn, const std::vector<Tensor>& inputs) {
-  const std::string report = autograd::gradcheck(fn, inputs);
-  EXPECT_TRUE(report.empty()) << what << ":\n" << report;
-}
 }  // namespace
 
 TEST(Gradcheck, UnaryOps) {
@@ -53,11 +43,11 @@ TEST(Gradcheck, UnaryOps) {
       {"softplus", [](const auto& x) { return softplus(x[0], 2, 3); }, -2, 2},
       {"reciprocal", [](const auto& x) { return 1.0 / x[0]; }, 0.5, 3},
   };
-  for (const auto& c : cases) expect_gradcheck(c.name, c.fn, {rnd({3, 4}, c.lo, c.hi, 5)});
+  for (const auto& c : cases) expect_gradcheck(c.name, c.fn, {random_tensor({3, 4}, c.lo, c.hi, 5)});
 }
 
 TEST(Gradcheck, BinaryOpsWithBroadcasting) {
-  Tensor a = rnd({3, 1, 4}, 0.5, 2, 1), b = rnd({5, 1}, 0.5, 2, 2);
+  Tensor a = random_tensor({3, 1, 4}, 0.5, 2, 1), b = random_tensor({5, 1}, 0.5, 2, 2);
   expect_gradcheck("add", [](const auto& x) { return add(x[0], x[1], 2.5); }, {a, b});
   expect_gradcheck("sub", [](const auto& x) { return sub(x[0], x[1], 0.5); }, {a, b});
   expect_gradcheck("mul", [](const auto& x) { return x[0] * x[1]; }, {a, b});
@@ -73,7 +63,7 @@ TEST(Gradcheck, BinaryOpsWithBroadcasting) {
 }
 
 TEST(Gradcheck, ViewsAndCopies) {
-  Tensor x = rnd({3, 4, 5}, -1, 1, 3);
+  Tensor x = random_tensor({3, 4, 5}, -1, 1, 3);
   expect_gradcheck("permute", [](const auto& v) { return v[0].permute({2, 0, 1}) * 2; }, {x});
   expect_gradcheck("transpose_reshape", [](const auto& v) { return v[0].transpose(0, 2).reshape({-1, 3}); }, {x});
   expect_gradcheck("narrow", [](const auto& v) { return v[0].narrow(1, 1, 2); }, {x});
@@ -83,17 +73,17 @@ TEST(Gradcheck, ViewsAndCopies) {
   expect_gradcheck("squeeze", [](const auto& v) { return v[0].narrow(0, 1, 1).squeeze(0).flatten(); }, {x});
   expect_gradcheck("view_unflatten", [](const auto& v) { return v[0].view({12, 5}).unflatten(0, {2, 6}); }, {x});
   // Through float32 the finite differences are noise; check the cast's gradient directly.
-  Tensor leaf = rnd({4}, -1, 1, 7).requires_grad_();
+  Tensor leaf = random_tensor({4}, -1, 1, 7).requires_grad_();
   (leaf.to(kFloat32) * tensor<float>({1, 2, 3, 4})).sum().backward();
   EXPECT_EQ(leaf.grad().dtype(), kFloat64);
   EXPECT_EQ(values_of(leaf.grad()), (std::vector<double>{1, 2, 3, 4}));
-  expect_gradcheck("clone_contiguous", [](const auto& v) { return v[0].t().contiguous().clone(); }, {rnd({3, 4}, -1, 1, 4)});
+  expect_gradcheck("clone_contiguous", [](const auto& v) { return v[0].t().contiguous().clone(); }, {random_tensor({3, 4}, -1, 1, 4)});
   // copy_ into a non-leaf: the result depends on the source only.
   expect_gradcheck("copy_", [](const auto& v) {
     Tensor y = v[0] * 2;
     y.copy_(v[1]);
     return y * v[0];
-  }, {rnd({3}, -1, 1, 5), rnd({3}, -1, 1, 6)});
+  }, {random_tensor({3}, -1, 1, 5), random_tensor({3}, -1, 1, 6)});
 }
 
 TEST(Backward, AccumulatesAndRetains) {

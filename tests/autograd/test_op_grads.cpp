@@ -14,17 +14,6 @@ namespace {
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Tensor rnd(const Shape& shape, double lo, double hi, uint64_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return tensor(random_values(n, lo, hi, seed), shape);
-}
-
-void expect_gradcheck(const std::string& what, const Fn& fn, const std::vector<Tensor>& inputs) {
-  const std::string report = autograd::gradcheck(fn, inputs);
-  EXPECT_TRUE(report.empty()) << what << ":\n" << report;
-}
-
 /// d sum(fn(x)) / dx through backward.
 Tensor grad_of(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x_in) {
   Tensor x = x_in.detach().requires_grad_();
@@ -64,7 +53,7 @@ const std::vector<Shape> kDims = {{}, {0}, {1}, {-1}, {0, 2}, {-1, -3}};
 
 TEST(OpGrads, Prod) {
   check_reduction("prod", [](const Tensor& x, const Shape& d, bool k) { return prod(x, d, k); },
-                  rnd({2, 3, 4}, 0.5, 1.5, 1), kDims);
+                  random_tensor({2, 3, 4}, 0.5, 1.5, 1), kDims);
   // prod is linear in each factor, so finite differences stay exact at zeros.
   Tensor z = tensor<double>({2, 0, 3, 0, 0, 4, 1, 2, 3}, Shape{3, 3});
   expect_gradcheck("prod zeros", [](const auto& v) { return prod(v[0], {1}); }, {z});
@@ -77,7 +66,7 @@ TEST(OpGrads, Prod) {
 }
 
 TEST(OpGrads, MaxMinWhole) {
-  Tensor x = rnd({3, 4}, -2, 2, 2);
+  Tensor x = random_tensor({3, 4}, -2, 2, 2);
   expect_gradcheck("max", [](const auto& v) { return max(v[0]); }, {x});
   expect_gradcheck("min", [](const auto& v) { return min(v[0].t()); }, {x});
   // Ties share the gradient evenly (PyTorch's rule for whole-tensor max / min).
@@ -89,7 +78,7 @@ TEST(OpGrads, MaxMinWhole) {
 }
 
 TEST(OpGrads, MaxMinAlongDim) {
-  Tensor x = rnd({3, 4, 5}, -2, 2, 3);
+  Tensor x = random_tensor({3, 4, 5}, -2, 2, 3);
   for (int64_t dim : {0, 1, 2, -1, -2})
     for (bool keepdim : {false, true}) {
       const std::string s = " dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
@@ -108,9 +97,9 @@ TEST(OpGrads, MaxMinAlongDim) {
 
 TEST(OpGrads, AmaxAmin) {
   check_reduction("amax", [](const Tensor& x, const Shape& d, bool k) { return amax(x, d, k); },
-                  rnd({2, 3, 4}, -2, 2, 4), kDims);
+                  random_tensor({2, 3, 4}, -2, 2, 4), kDims);
   check_reduction("amin", [](const Tensor& x, const Shape& d, bool k) { return amin(x, d, k); },
-                  rnd({2, 3, 4}, -2, 2, 5), {{1}, {-1}, {0, 1}});
+                  random_tensor({2, 3, 4}, -2, 2, 5), {{1}, {-1}, {0, 1}});
   Tensor t = tensor<double>({1, 4, 4, 2, 2, 0}, Shape{2, 3});
   expect_values(grad_of([](const Tensor& x) { return amax(x, {1}); }, t), {0, 0.5, 0.5, 0.5, 0.5, 0},
                 "amax ties");
@@ -120,7 +109,7 @@ TEST(OpGrads, AmaxAmin) {
 }
 
 TEST(OpGrads, VarStd) {
-  Tensor x = rnd({3, 4, 2}, -2, 2, 6);
+  Tensor x = random_tensor({3, 4, 2}, -2, 2, 6);
   for (double c : {0.0, 1.0}) {
     check_reduction("var c" + std::to_string(int(c)),
                     [c](const Tensor& x, const Shape& d, bool k) { return var(x, d, c, k); }, x, kDims);
@@ -131,7 +120,7 @@ TEST(OpGrads, VarStd) {
 }
 
 TEST(OpGrads, Norm) {
-  Tensor x = rnd({3, 4, 2}, 0.2, 2, 7) * tensor<double>({1, -1}, Shape{2});
+  Tensor x = random_tensor({3, 4, 2}, 0.2, 2, 7) * tensor<double>({1, -1}, Shape{2});
   for (double p : {1.0, 2.0, 3.0, kInf, -kInf})
     check_reduction("norm p=" + std::to_string(p),
                     [p](const Tensor& x, const Shape& d, bool k) { return norm(x, p, d, k); }, x,
@@ -150,11 +139,11 @@ TEST(OpGrads, Norm) {
 TEST(OpGrads, Logsumexp) {
   check_reduction("logsumexp",
                   [](const Tensor& x, const Shape& d, bool k) { return logsumexp(x, d, k); },
-                  rnd({2, 3, 4}, -3, 3, 8), kDims);
+                  random_tensor({2, 3, 4}, -3, 3, 8), kDims);
 }
 
 TEST(OpGrads, SoftmaxLogSoftmaxCumsum) {
-  Tensor x = rnd({3, 4, 5}, -3, 3, 9);
+  Tensor x = random_tensor({3, 4, 5}, -3, 3, 9);
   for (int64_t dim : {0, 1, 2, -1, -3}) {
     const std::string s = " dim " + std::to_string(dim);
     expect_gradcheck("softmax" + s, [&](const auto& v) { return softmax(v[0], dim); }, {x});
@@ -173,14 +162,14 @@ TEST(OpGrads, SoftmaxLogSoftmaxCumsum) {
 // Matrix products
 
 TEST(OpGrads, MmBmmDot) {
-  Tensor a = rnd({3, 4}, -1, 1, 10), b = rnd({4, 2}, -1, 1, 11);
+  Tensor a = random_tensor({3, 4}, -1, 1, 10), b = random_tensor({4, 2}, -1, 1, 11);
   expect_gradcheck("mm", [](const auto& v) { return mm(v[0], v[1]); }, {a, b});
   expect_gradcheck("mm transposed", [](const auto& v) { return mm(v[1].t(), v[0].t()); }, {a, b});
-  Tensor ba = rnd({2, 3, 4}, -1, 1, 12), bb = rnd({2, 4, 5}, -1, 1, 13);
+  Tensor ba = random_tensor({2, 3, 4}, -1, 1, 12), bb = random_tensor({2, 4, 5}, -1, 1, 13);
   expect_gradcheck("bmm", [](const auto& v) { return bmm(v[0], v[1]); }, {ba, bb});
   expect_gradcheck("bmm transposed",
                    [](const auto& v) { return bmm(v[1].transpose(1, 2), v[0].transpose(1, 2)); }, {ba, bb});
-  Tensor u = rnd({5}, -1, 1, 14), w = rnd({5}, -1, 1, 15);
+  Tensor u = random_tensor({5}, -1, 1, 14), w = random_tensor({5}, -1, 1, 15);
   expect_gradcheck("dot", [](const auto& v) { return dot(v[0], v[1]); }, {u, w});
   expect_gradcheck("outer", [](const auto& v) { return outer(v[0], v[1]); }, {u, w});
 }
@@ -198,27 +187,27 @@ TEST(OpGrads, Matmul) {
   for (const Case& c : cases) {
     const std::string what = "matmul " + shape_str(c.a) + " @ " + shape_str(c.b);
     expect_gradcheck(what, [](const auto& v) { return matmul(v[0], v[1]); },
-                     {rnd(c.a, -1, 1, seed), rnd(c.b, -1, 1, seed + 1)});
+                     {random_tensor(c.a, -1, 1, seed), random_tensor(c.b, -1, 1, seed + 1)});
     seed += 2;
   }
   // Non-contiguous operands.
   expect_gradcheck("matmul transposed", [](const auto& v) { return matmul(v[0].transpose(-1, -2), v[1]); },
-                   {rnd({2, 4, 3}, -1, 1, 40), rnd({4, 2}, -1, 1, 41)});
+                   {random_tensor({2, 4, 3}, -1, 1, 40), random_tensor({4, 2}, -1, 1, 41)});
 }
 
 TEST(OpGrads, AddmmBaddbmm) {
-  Tensor a = rnd({3, 4}, -1, 1, 50), b = rnd({4, 2}, -1, 1, 51);
+  Tensor a = random_tensor({3, 4}, -1, 1, 50), b = random_tensor({4, 2}, -1, 1, 51);
   for (const Shape& in_shape : {Shape{3, 2}, Shape{2}, Shape{1, 1}, Shape{3, 1}}) {
-    Tensor in = rnd(in_shape, -1, 1, 52);
+    Tensor in = random_tensor(in_shape, -1, 1, 52);
     expect_gradcheck("addmm input " + shape_str(in_shape),
                      [](const auto& v) { return addmm(v[0], v[1], v[2], 0.5, -2); }, {in, a, b});
   }
   expect_gradcheck("addmm transposed",
                    [](const auto& v) { return addmm(v[0], v[2].t(), v[1].t()); },
-                   {rnd({2, 3}, -1, 1, 53), a, b});
-  Tensor ba = rnd({2, 3, 4}, -1, 1, 54), bb = rnd({2, 4, 5}, -1, 1, 55);
+                   {random_tensor({2, 3}, -1, 1, 53), a, b});
+  Tensor ba = random_tensor({2, 3, 4}, -1, 1, 54), bb = random_tensor({2, 4, 5}, -1, 1, 55);
   for (const Shape& in_shape : {Shape{2, 3, 5}, Shape{1, 3, 5}, Shape{5}, Shape{3, 1}}) {
-    Tensor in = rnd(in_shape, -1, 1, 56);
+    Tensor in = random_tensor(in_shape, -1, 1, 56);
     expect_gradcheck("baddbmm input " + shape_str(in_shape),
                      [](const auto& v) { return baddbmm(v[0], v[1], v[2], 1.5, 0.25); }, {in, ba, bb});
   }
@@ -228,7 +217,7 @@ TEST(OpGrads, AddmmBaddbmm) {
 // Indexing
 
 TEST(OpGrads, IndexSelectGather) {
-  Tensor x = rnd({4, 3, 2}, -1, 1, 60);
+  Tensor x = random_tensor({4, 3, 2}, -1, 1, 60);
   Tensor idx = tensor<int64_t>({1, 0, 1, 1, 0});  // repeated on purpose: gradients add up
   for (int64_t dim : {0, 1, 2, -1, -3})
     expect_gradcheck("index_select dim " + std::to_string(dim),
@@ -238,17 +227,17 @@ TEST(OpGrads, IndexSelectGather) {
   expect_gradcheck("index_select 0-dim", [](const auto& v) { return index_select(v[0], 0, tensor<int64_t>({0})); },
                    {scalar_tensor(0.5, kFloat64)});
   Tensor gi = tensor<int64_t>({0, 2, 2, 1, 1, 1}, Shape{2, 3});
-  expect_gradcheck("gather dim 1", [&](const auto& v) { return gather(v[0], 1, gi); }, {rnd({3, 4}, -1, 1, 61)});
-  expect_gradcheck("gather dim -1", [&](const auto& v) { return gather(v[0], -1, gi); }, {rnd({2, 3}, -1, 1, 62)});
-  expect_gradcheck("gather dim 0", [&](const auto& v) { return gather(v[0], 0, gi); }, {rnd({3, 3}, -1, 1, 63)});
+  expect_gradcheck("gather dim 1", [&](const auto& v) { return gather(v[0], 1, gi); }, {random_tensor({3, 4}, -1, 1, 61)});
+  expect_gradcheck("gather dim -1", [&](const auto& v) { return gather(v[0], -1, gi); }, {random_tensor({2, 3}, -1, 1, 62)});
+  expect_gradcheck("gather dim 0", [&](const auto& v) { return gather(v[0], 0, gi); }, {random_tensor({3, 3}, -1, 1, 63)});
   expect_gradcheck("gather transposed", [&](const auto& v) { return gather(v[0].t(), 0, gi); },
-                   {rnd({3, 3}, -1, 1, 64)});
+                   {random_tensor({3, 3}, -1, 1, 64)});
   Tensor repeated = grad_of([&](const Tensor& x) { return gather(x, 1, gi); }, zeros({2, 3}, kFloat64));
   expect_values(repeated, {1, 0, 2, 0, 3, 0}, "gather repeated indices");
 }
 
 TEST(OpGrads, Scatter) {
-  Tensor x = rnd({3, 4}, -1, 1, 70), src = rnd({2, 4}, -1, 1, 71);
+  Tensor x = random_tensor({3, 4}, -1, 1, 70), src = random_tensor({2, 4}, -1, 1, 71);
   // Distinct targets within each column: the assigned value is well defined.
   Tensor idx = tensor<int64_t>({0, 2, 1, 0, 2, 1, 0, 1}, Shape{2, 4});
   expect_gradcheck("scatter", [&](const auto& v) { return scatter(v[0], 0, idx, v[1]); }, {x, src});
@@ -257,63 +246,63 @@ TEST(OpGrads, Scatter) {
   expect_gradcheck("scatter value", [&](const auto& v) { return scatter(v[0], 0, idx, 2.5); }, {x});
   Tensor idx1 = tensor<int64_t>({3, 0, 1, 2, 1, 0}, Shape{3, 2});
   expect_gradcheck("scatter dim 1", [&](const auto& v) { return scatter(v[0], 1, idx1, v[1]); },
-                   {x, rnd({3, 2}, -1, 1, 72)});
+                   {x, random_tensor({3, 2}, -1, 1, 72)});
   // A src larger than the index: its unread part gets zero gradient.
   expect_gradcheck("scatter larger src", [&](const auto& v) { return scatter(v[0], 1, idx1, v[1]); },
-                   {x, rnd({3, 5}, -1, 1, 73)});
+                   {x, random_tensor({3, 5}, -1, 1, 73)});
   // scatter_add with repeated targets.
   Tensor rep = tensor<int64_t>({0, 0, 2, 0, 0, 0, 2, 2}, Shape{2, 4});
   expect_gradcheck("scatter_add", [&](const auto& v) { return scatter_add(v[0], 0, rep, v[1]); }, {x, src});
   expect_gradcheck("scatter_add larger src", [&](const auto& v) { return scatter_add(v[0], 0, rep, v[1]); },
-                   {x, rnd({3, 5}, -1, 1, 74)});
+                   {x, random_tensor({3, 5}, -1, 1, 74)});
 }
 
 TEST(OpGrads, IndexAdd) {
-  Tensor x = rnd({4, 3}, -1, 1, 80);
+  Tensor x = random_tensor({4, 3}, -1, 1, 80);
   Tensor idx = tensor<int64_t>({1, 3, 1, 1, 0});  // repeated on purpose
   expect_gradcheck("index_add dim 0", [&](const auto& v) { return index_add(v[0], 0, idx, v[1], 2); },
-                   {x, rnd({5, 3}, -1, 1, 81)});
+                   {x, random_tensor({5, 3}, -1, 1, 81)});
   Tensor idx2 = tensor<int64_t>({2, 2, 0, 1, 2});
   expect_gradcheck("index_add dim -1", [&](const auto& v) { return index_add(v[0], -1, idx2, v[1], -0.5); },
-                   {x, rnd({4, 5}, -1, 1, 82)});
+                   {x, random_tensor({4, 5}, -1, 1, 82)});
   expect_gradcheck("index_add transposed", [&](const auto& v) { return index_add(v[0].t(), 1, idx, v[1].t()); },
-                   {x, rnd({5, 3}, -1, 1, 83)});
+                   {x, random_tensor({5, 3}, -1, 1, 83)});
 }
 
 TEST(OpGrads, MaskedFillSelect) {
-  Tensor x = rnd({3, 4}, -1, 1, 90);
+  Tensor x = random_tensor({3, 4}, -1, 1, 90);
   Tensor mask = tensor<bool>({true, false, false, true}, Shape{1, 4});
   expect_gradcheck("masked_fill", [&](const auto& v) { return masked_fill(v[0], mask, 3.0); }, {x});
   expect_gradcheck("masked_fill broadcast x",
                    [&](const auto& v) { return masked_fill(v[0], tensor<bool>({true, false, true}, Shape{3, 1}), 1.0); },
-                   {rnd({1, 4}, -1, 1, 91)});
+                   {random_tensor({1, 4}, -1, 1, 91)});
   expect_gradcheck("masked_select", [&](const auto& v) { return masked_select(v[0], mask); }, {x});
   expect_gradcheck("masked_select transposed", [&](const auto& v) { return masked_select(v[0].t(), mask.view({4, 1})); },
                    {x});
   Tensor full_mask = tensor<bool>({true, false, true, true, false, true}, Shape{3, 2});
   expect_gradcheck("masked_select broadcast x", [&](const auto& v) { return masked_select(v[0], full_mask); },
-                   {rnd({3, 1}, -1, 1, 92)});
+                   {random_tensor({3, 1}, -1, 1, 92)});
 }
 
 TEST(OpGrads, InPlaceIndexOps) {
   Tensor idx = tensor<int64_t>({0, 2, 1, 0, 2, 1, 0, 1}, Shape{2, 4});
   Tensor rep = tensor<int64_t>({0, 0, 2, 0, 0, 0, 2, 2}, Shape{2, 4});
   Tensor mask = tensor<bool>({true, false, false, true}, Shape{1, 4});
-  Tensor x = rnd({3, 4}, -1, 1, 100), src = rnd({2, 4}, -1, 1, 101);
+  Tensor x = random_tensor({3, 4}, -1, 1, 100), src = random_tensor({2, 4}, -1, 1, 101);
   expect_gradcheck("scatter_", [&](const auto& v) { Tensor y = v[0] * 1; return scatter_(y, 0, idx, v[1]) * 1; }, {x, src});
   expect_gradcheck("scatter_add_", [&](const auto& v) { Tensor y = v[0] * 1; return scatter_add_(y, 0, rep, v[1]) * 1; },
                    {x, src});
   expect_gradcheck("index_add_",
                    [&](const auto& v) { Tensor y = v[0] * 1; return index_add_(y, 1, tensor<int64_t>({3, 3}), v[1], 2) * 1; },
-                   {x, rnd({3, 2}, -1, 1, 102)});
+                   {x, random_tensor({3, 2}, -1, 1, 102)});
   expect_gradcheck("masked_fill_", [&](const auto& v) { Tensor y = v[0] * 1; return masked_fill_(y, mask, 0.5) * 1; }, {x});
   // A leaf that requires grad cannot be modified in place.
-  Tensor leaf = rnd({3, 4}, -1, 1, 103).requires_grad_();
+  Tensor leaf = random_tensor({3, 4}, -1, 1, 103).requires_grad_();
   EXPECT_THROW(masked_fill_(leaf, mask, 0.5), ValueError);
 }
 
 TEST(OpGrads, TrilTriu) {
-  Tensor x = rnd({2, 3, 4}, -1, 1, 110);
+  Tensor x = random_tensor({2, 3, 4}, -1, 1, 110);
   for (int64_t diag : {-1, 0, 2}) {
     expect_gradcheck("tril " + std::to_string(diag), [&](const auto& v) { return tril(v[0], diag); }, {x});
     expect_gradcheck("triu " + std::to_string(diag), [&](const auto& v) { return triu(v[0].transpose(1, 2), diag); }, {x});
@@ -324,7 +313,7 @@ TEST(OpGrads, TrilTriu) {
 // Joining, splitting, sorting
 
 TEST(OpGrads, CatStackSplit) {
-  Tensor a = rnd({2, 3}, -1, 1, 120), b = rnd({2, 1}, -1, 1, 121), c = rnd({4, 3}, -1, 1, 122);
+  Tensor a = random_tensor({2, 3}, -1, 1, 120), b = random_tensor({2, 1}, -1, 1, 121), c = random_tensor({4, 3}, -1, 1, 122);
   expect_gradcheck("cat dim 1", [](const auto& v) { return cat({v[0], v[1]}, 1); }, {a, b});
   expect_gradcheck("cat dim -2 transposed", [](const auto& v) { return cat({v[0].t().t(), v[1]}, -2); }, {a, c});
   // The legacy empty [0] input is skipped and gets no gradient.
@@ -337,19 +326,19 @@ TEST(OpGrads, CatStackSplit) {
   expect_values(x.grad(), {1, 1, 1, 1, 1, 1}, "cat after empty");
   for (int64_t dim : {0, 1, 2, -1})
     expect_gradcheck("stack dim " + std::to_string(dim), [&](const auto& v) { return stack({v[0], v[1] * 2}, dim); },
-                     {a, rnd({2, 3}, -1, 1, 123)});
+                     {a, random_tensor({2, 3}, -1, 1, 123)});
   expect_gradcheck("split", [](const auto& v) {
     auto parts = split(v[0], 2, 1);
     return cat({parts[1] * 3, parts[0], parts[2] * parts[2]}, 1);
-  }, {rnd({3, 5}, -1, 1, 124)});
+  }, {random_tensor({3, 5}, -1, 1, 124)});
   expect_gradcheck("chunk", [](const auto& v) {
     auto parts = chunk(v[0], 2, 0);
     return parts[0] * parts[1];
-  }, {rnd({4, 3}, -1, 1, 125)});
+  }, {random_tensor({4, 3}, -1, 1, 125)});
 }
 
 TEST(OpGrads, SortTopk) {
-  Tensor x = rnd({3, 4, 5}, -2, 2, 130);
+  Tensor x = random_tensor({3, 4, 5}, -2, 2, 130);
   for (int64_t dim : {0, 1, 2, -1})
     for (bool desc : {false, true}) {
       const std::string s = " dim " + std::to_string(dim) + (desc ? " desc" : "");
@@ -366,7 +355,7 @@ TEST(OpGrads, SortTopk) {
 // Recording rules and second derivatives
 
 TEST(OpGrads, NoRecordingWithoutGrad) {
-  Tensor x = rnd({3, 4}, -1, 1, 140).requires_grad_();
+  Tensor x = random_tensor({3, 4}, -1, 1, 140).requires_grad_();
   {
     NoGradGuard no_grad;
     EXPECT_FALSE(softmax(x, 1).requires_grad());
@@ -377,7 +366,7 @@ TEST(OpGrads, NoRecordingWithoutGrad) {
   auto [values, indices] = max(x, 1);
   EXPECT_TRUE(values.requires_grad());
   EXPECT_FALSE(indices.requires_grad());
-  EXPECT_FALSE(softmax(rnd({3}, -1, 1, 141), 0).requires_grad());
+  EXPECT_FALSE(softmax(random_tensor({3}, -1, 1, 141), 0).requires_grad());
 }
 
 TEST(OpGrads, SecondDerivatives) {
@@ -390,8 +379,8 @@ TEST(OpGrads, SecondDerivatives) {
       return autograd::grad({y}, {v[0]}, {ones_like(y)}, false, /*create_graph=*/true)[0];
     };
   };
-  Tensor x = rnd({3, 4}, -2, 2, 150);
-  Tensor w = rnd({3, 4}, 0.5, 1.5, 151);
+  Tensor x = random_tensor({3, 4}, -2, 2, 150);
+  Tensor w = random_tensor({3, 4}, 0.5, 1.5, 151);
   expect_gradcheck("logsumexp''", first([](const Tensor& x) { return logsumexp(x, {1}); }), {x});
   expect_gradcheck("softmax''", first([w](const Tensor& x) { return softmax(x, -1) * w; }), {x});
   expect_gradcheck("log_softmax''", first([w](const Tensor& x) { return log_softmax(x, 0) * w; }), {x});

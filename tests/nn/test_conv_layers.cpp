@@ -8,19 +8,6 @@
 using namespace ignis;
 using namespace ignis::testing;
 
-namespace {
-Tensor rnd(const Shape& shape, double lo, double hi, uint64_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return tensor(random_values(n, lo, hi, seed), shape);
-}
-void expect_gradcheck(const char* what, const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                      const std::vector<Tensor>& inputs) {
-  const std::string report = autograd::gradcheck(fn, inputs);
-  EXPECT_TRUE(report.empty()) << what << ":\n" << report;
-}
-}  // namespace
-
 TEST(ConvLayers, NamesShapesAndInit) {
   struct Net : nn::Module {
     nn::Conv2d conv{this, "conv", 3, 8, 3, 1, 1, false};
@@ -45,7 +32,7 @@ TEST(ConvLayers, NamesShapesAndInit) {
 
 TEST(ConvLayers, BatchNormRunningStatistics) {
   nn::BatchNorm2d bn(3, {.momentum = 0.2});
-  Tensor x = rnd({4, 3, 5, 5}, -1, 3, 11).to(kFloat32);
+  Tensor x = random_tensor({4, 3, 5, 5}, -1, 3, 11).to(kFloat32);
   Tensor y = bn(x);
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
   // Running stats after one step: 0.8 * init + 0.2 * batch (unbiased variance).
@@ -72,14 +59,14 @@ TEST(ConvLayers, BatchNormRunningStatistics) {
 }
 
 TEST(ConvLayers, GradientsOfTheFunctionalOps) {
-  Tensor x = rnd({2, 4, 6, 5}, -1, 1, 1), w = rnd({6, 2, 3, 3}, -1, 1, 2), b = rnd({6}, -1, 1, 3);
+  Tensor x = random_tensor({2, 4, 6, 5}, -1, 1, 1), w = random_tensor({6, 2, 3, 3}, -1, 1, 2), b = random_tensor({6}, -1, 1, 3);
   expect_gradcheck("conv2d", [](const auto& v) {
     return conv2d(v[0], v[1], v[2], {.stride = {2, 1}, .padding = {1, 1}, .groups = 2});
   }, {x, w, b});
   expect_gradcheck("conv2d_channels_last", [](const auto& v) {
     return conv2d(v[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}), v[1], Tensor(), {.padding_mode = "same", .groups = 2});
   }, {x, w});
-  Tensor wt = rnd({4, 3, 3, 3}, -1, 1, 4);
+  Tensor wt = random_tensor({4, 3, 3, 3}, -1, 1, 4);
   expect_gradcheck("conv_transpose2d", [](const auto& v) {
     return conv_transpose2d(v[0], v[1], Tensor(), {.stride = {2, 2}, .padding = {1, 1}, .output_padding = {1, 0}});
   }, {x, wt});
@@ -88,22 +75,22 @@ TEST(ConvLayers, GradientsOfTheFunctionalOps) {
     return avg_pool2d(v[0], {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}, .count_include_pad = false});
   }, {x});
   expect_gradcheck("adaptive_avg_pool2d", [](const auto& v) { return adaptive_avg_pool2d(v[0], {4, 3}); }, {x});
-  Tensor g = rnd({4}, 0.5, 1.5, 5), beta = rnd({4}, -1, 1, 6);
+  Tensor g = random_tensor({4}, 0.5, 1.5, 5), beta = random_tensor({4}, -1, 1, 6);
   expect_gradcheck("batch_norm_train", [](const auto& v) {
     return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true);
   }, {x, g, beta});
-  Tensor rm = rnd({4}, -0.5, 0.5, 7), rv = rnd({4}, 0.5, 2, 8);
+  Tensor rm = random_tensor({4}, -0.5, 0.5, 7), rv = random_tensor({4}, 0.5, 2, 8);
   expect_gradcheck("batch_norm_eval", [rm, rv](const auto& v) {
     return batch_norm(v[0], rm, rv, v[1], v[2], false);
   }, {x, g, beta});
   expect_gradcheck("layer_norm", [](const auto& v) { return layer_norm(v[0], {6, 5}, v[1], v[2]); },
-                   {x, rnd({6, 5}, 0.5, 1.5, 9), rnd({6, 5}, -1, 1, 10)});
+                   {x, random_tensor({6, 5}, 0.5, 1.5, 9), random_tensor({6, 5}, -1, 1, 10)});
   expect_gradcheck("group_norm", [](const auto& v) { return group_norm(v[0], 2, v[1], v[2]); }, {x, g, beta});
 }
 
 TEST(ConvLayers, ModuleGradientsFlowToParameters) {
   nn::Conv2d conv(nn::Conv2dConfig{.in_channels = 2, .out_channels = 3, .kernel_size = {3, 3}, .padding = {1, 1}});
-  Tensor x = rnd({1, 2, 4, 4}, -1, 1, 12).to(kFloat32);
+  Tensor x = random_tensor({1, 2, 4, 4}, -1, 1, 12).to(kFloat32);
   conv(x).pow(2).sum().backward();
   ASSERT_TRUE(conv.weight.grad().defined());
   ASSERT_TRUE(conv.bias.grad().defined());

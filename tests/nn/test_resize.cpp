@@ -8,16 +8,8 @@ using namespace ignis;
 using namespace ignis::testing;
 namespace F = ignis::nn::functional;
 
-namespace {
-Tensor rnd(const Shape& shape, uint64_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return tensor(random_values(n, -1, 1, seed), shape);
-}
-}  // namespace
-
 TEST(Pad, ModesAgainstIndexArithmetic) {
-  Tensor x = rnd({2, 3, 4, 5}, 1);
+  Tensor x = random_tensor({2, 3, 4, 5}, -1, 1, 1);
   auto xv = values_of(x);
   const int64_t l = 2, r = 1, t = 1, b = 3;
   for (std::string mode : {"constant", "reflect", "replicate"}) {
@@ -50,7 +42,7 @@ TEST(Pad, ModesAgainstIndexArithmetic) {
 }
 
 TEST(Interpolate, NearestAndBilinearFollowPyTorchFormulas) {
-  Tensor x = rnd({1, 2, 5, 4}, 2);
+  Tensor x = random_tensor({1, 2, 5, 4}, -1, 1, 2);
   auto xv = values_of(x);
   auto at = [&](int64_t c, int64_t i, int64_t j) { return xv[size_t((c * 5 + i) * 4 + j)]; };
   // nearest, size 7 x 3: src = floor(dst * in / out)

@@ -17,6 +17,19 @@ std::vector<double> random_values(int64_t n, double lo, double hi, uint64_t seed
   return v;
 }
 
+Tensor random_tensor(const Shape& shape, double lo, double hi, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return tensor(random_values(n, lo, hi, seed), shape);
+}
+
+void expect_gradcheck(const std::string& what,
+                      const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                      const std::vector<Tensor>& inputs) {
+  const std::string report = autograd::gradcheck(fn, inputs);
+  EXPECT_TRUE(report.empty()) << what << ":\n" << report;
+}
+
 const char* layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous: return "contiguous";

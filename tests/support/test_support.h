@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,14 @@ namespace ignis::testing {
 
 /// n doubles uniform in [lo, hi) from std::mt19937_64(seed) (not Ignis's generator).
 std::vector<double> random_values(int64_t n, double lo, double hi, uint64_t seed);
+
+/// A float64 tensor of `shape` holding random_values(numel, lo, hi, seed).
+Tensor random_tensor(const Shape& shape, double lo, double hi, uint64_t seed);
+
+/// Expects autograd::gradcheck(fn, inputs) to report no mismatch; `what` names the case.
+void expect_gradcheck(const std::string& what,
+                      const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                      const std::vector<Tensor>& inputs);
 
 /// Memory layouts that must all give the same result.
 enum class Layout {
