@@ -47,11 +47,70 @@ void for_planes(const Tensor& a, const Tensor& b, const F& f) {
   });
 }
 
+/// PyTorch's max-pool step: v replaces the running maximum m (and its index) when it is
+/// strictly greater, or NaN; so the first maximum wins ties and a later NaN wins. Written with
+/// masks and a non-short-circuit `|` so GCC emits no branch (a branch here mispredicts about
+/// half the time on real activations).
+template <class T>
+[[gnu::always_inline]] inline void max_step(T v, int64_t at, T& m, int64_t& best) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;  // T is float or double
+  const bool take = (v > m) | (v != v);
+  best ^= (best ^ at) & -int64_t(take);
+  const Bits mask = Bits(0) - Bits(take);
+  m = std::bit_cast<T>(Bits((std::bit_cast<Bits>(v) & mask) | (std::bit_cast<Bits>(m) & ~mask)));
+}
+
+/// The common CNN case: 2x2 windows, stride 2, no padding, dilation 1, NCHW rows contiguous.
+/// The taps are fixed, so the loop body is straight-line code over two input rows instead of
+/// the general window loop with its bounds and dilation.
+bool is_plain_2x2(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  const Pair2 s = *p.stride;
+  return p.kernel[0] == 2 && p.kernel[1] == 2 && s[0] == 2 && s[1] == 2 && p.padding[0] == 0 &&
+         p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && in.stride(3) == 1 &&
+         out.stride(3) == 1 && 2 * out.size(2) <= in.size(2) && 2 * out.size(3) <= in.size(3);
+}
+
+template <class T>
+void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
+  const int64_t W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const int64_t c = in.size(1);
+  const Shape& xs = in.strides();
+  const Shape& ys = out.strides();
+  const Shape& is = idx.strides();
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, Ho * Wo * 4));
+  detail::parallel_for(0, in.size(0) * c, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t pi = p0; pi < p1; ++pi) {
+      const int64_t i = pi / c, j = pi % c;
+      const T* x = static_cast<const T*>(in.data_ptr()) + i * xs[0] + j * xs[1];
+      T* y = static_cast<T*>(out.data_ptr()) + i * ys[0] + j * ys[1];
+      int64_t* ix = static_cast<int64_t*>(idx.data_ptr()) + i * is[0] + j * is[1];
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const T* r0 = x + 2 * oh * xs[2];
+        const T* r1 = r0 + xs[2];
+        T* yr = y + oh * ys[2];
+        int64_t* ir = ix + oh * is[2];
+        const int64_t base = 2 * oh * W;
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t w = 2 * ow;
+          T m = -std::numeric_limits<T>::infinity();
+          int64_t best = base + w;
+          max_step(r0[w], base + w, m, best);
+          max_step(r0[w + 1], base + w + 1, m, best);
+          max_step(r1[w], base + W + w, m, best);
+          max_step(r1[w + 1], base + W + w + 1, m, best);
+          yr[ow] = m;
+          ir[ow * is[3]] = best;
+        }
+      }
+    }
+  });
+}
+
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in
 // the inner loops it took 3/4 of the max-pool time.
 template <class T>
 void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;  // T is float or double
+  if (is_plain_2x2(in, out, p)) return max_forward_2x2<T>(in, out, idx);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
   const int64_t n = in.size(0), c = in.size(1);
@@ -78,15 +137,7 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
           T m = -std::numeric_limits<T>::infinity();
           for (int64_t h = h0; h < h1; h += d[0])
             for (int64_t w = w0; w < w1; w += d[1]) {
-              const T v = x(h, w);
-              // Strictly greater: the first maximum wins ties; NaN wins (as PyTorch). Written
-              // with a mask and non-short-circuit `|` so GCC emits no branch (a branch here
-              // mispredicts about half the time on real activations).
-              const bool take = (v > m) | (v != v);
-              best ^= (best ^ (h * W + w)) & -int64_t(take);
-              const Bits mask = Bits(0) - Bits(take);
-              m = std::bit_cast<T>(Bits((std::bit_cast<Bits>(v) & mask) |
-                                        (std::bit_cast<Bits>(m) & ~mask)));
+              max_step(x(h, w), h * W + w, m, best);
             }
           y(oh, ow) = m;
           ix(oh, ow) = best;

@@ -34,6 +34,10 @@ Pool2dParams pp(detail::Pair2 k, detail::Pair2 s, detail::Pair2 pad, detail::Pai
 }
 const PoolCase kPoolCases[] = {
     {"k2s2", 2, 3, 6, 6, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    // Odd sizes: the 2x2 fast path must leave the last row and column out, and must not run
+    // for ceil mode's partial windows.
+    {"k2s2_odd", 2, 3, 7, 9, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    {"k2s2_odd_ceil", 1, 2, 7, 9, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, true)},
     {"k3s2p1", 2, 3, 7, 8, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false)},
     {"ceil", 1, 2, 7, 6, pp({3, 2}, {2, 2}, {1, 1}, {1, 1}, true)},
     {"ceil_no_pad_count", 1, 2, 8, 7, pp({3, 3}, {3, 2}, {1, 0}, {1, 1}, true, false)},
