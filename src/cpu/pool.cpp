@@ -5,6 +5,9 @@
 // Tensors are 4-D [N, C, H, W] in any layout; loops address them through their strides and
 // run in parallel over (n, c) planes, so every plane is read and written by one thread
 // (backward accumulations into overlapping windows therefore need no atomics).
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <limits>
 
 #include "cpu/loops.h"
+#include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "core/parallel.h"
 #include "ops/nn_kernels.h"
 
@@ -63,12 +67,75 @@ template <class T>
 /// The common CNN case: 2x2 windows, stride 2, no padding, dilation 1, NCHW rows contiguous.
 /// The taps are fixed, so the loop body is straight-line code over two input rows instead of
 /// the general window loop with its bounds and dilation.
-bool is_plain_2x2(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+bool is_plain_2x2(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
   const Pair2 s = *p.stride;
   return p.kernel[0] == 2 && p.kernel[1] == 2 && s[0] == 2 && s[1] == 2 && p.padding[0] == 0 &&
          p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && in.stride(3) == 1 &&
-         out.stride(3) == 1 && 2 * out.size(2) <= in.size(2) && 2 * out.size(3) <= in.size(3);
+         out.stride(3) == 1 && idx.stride(3) == 1 && 2 * out.size(2) <= in.size(2) && 2 * out.size(3) <= in.size(3);
 }
+
+/// One output row of the 2x2 pool from input rows r0, r1 (float, plane row offset `base`),
+/// in scalar code; returns nothing, fills y[ow0, Wo) and ix[ow0, Wo).
+template <class T>
+void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64_t Wo,
+                 int64_t base, int64_t W) {
+  for (int64_t ow = ow0; ow < Wo; ++ow) {
+    const int64_t w = 2 * ow;
+    T m = r0[w];  // the first tap: taken even when it is -inf
+    int64_t best = base + w;
+    max_step(r0[w + 1], base + w + 1, m, best);
+    max_step(r1[w], base + W + w, m, best);
+    max_step(r1[w + 1], base + W + w + 1, m, best);
+    y[ow] = m;
+    ix[ow] = best;
+  }
+}
+
+#if defined(__x86_64__)
+/// Eight outputs per step: the even and odd columns of both rows are separated with shuffles,
+/// then the same take-if-greater-or-NaN sequence runs on vectors, tracking the tap number.
+/// Returns the first output it did not do (the scalar loop finishes the row).
+[[gnu::target("avx2,fma")]] int64_t max_row_2x2_avx2(const float* r0, const float* r1, float* y,
+                                                    int64_t* ix, int64_t Wo, int64_t base,
+                                                    int64_t W) {
+  auto split = [](const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+  };
+  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
+    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_blendv_ps(m, v, take);
+    tap = _mm256_blendv_ps(tap, id, take);
+  };
+  const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
+  int64_t ow = 0;
+  for (; ow + 8 <= Wo; ow += 8) {
+    __m256 a, b, c, d;
+    split(r0 + 2 * ow, a, b);
+    split(r1 + 2 * ow, c, d);
+    __m256 m = a, tap = _mm256_castsi256_ps(_mm256_setzero_si256());
+    step(b, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
+    step(c, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
+    step(d, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
+    _mm256_storeu_ps(y + ow, m);
+    // index within the plane = base + 2 * ow + lane + (tap >> 1) * W + (tap & 1), in int32
+    // (a plane of a pooled tensor is far below 2^31 elements), widened to int64.
+    const __m256i t = _mm256_castps_si256(tap);
+    __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
+    at = _mm256_add_epi32(at, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
+    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow),
+                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow + 4),
+                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+  }
+  return ow;
+}
+#endif
 
 template <class T>
 void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
@@ -78,6 +145,7 @@ void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
   const Shape& ys = out.strides();
   const Shape& is = idx.strides();
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, Ho * Wo * 4));
+  const bool use_avx2 = cpu_has_avx2() && in.size(2) * W < (int64_t(1) << 31);
   detail::parallel_for(0, in.size(0) * c, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t pi = p0; pi < p1; ++pi) {
       const int64_t i = pi / c, j = pi % c;
@@ -90,17 +158,12 @@ void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
         T* yr = y + oh * ys[2];
         int64_t* ir = ix + oh * is[2];
         const int64_t base = 2 * oh * W;
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w = 2 * ow;
-          T m = -std::numeric_limits<T>::infinity();
-          int64_t best = base + w;
-          max_step(r0[w], base + w, m, best);
-          max_step(r0[w + 1], base + w + 1, m, best);
-          max_step(r1[w], base + W + w, m, best);
-          max_step(r1[w + 1], base + W + w + 1, m, best);
-          yr[ow] = m;
-          ir[ow * is[3]] = best;
-        }
+        int64_t done = 0;
+#if defined(__x86_64__)
+        if constexpr (std::is_same_v<T, float>)
+          if (use_avx2) done = max_row_2x2_avx2(r0, r1, yr, ir, Wo, base, W);
+#endif
+        max_row_2x2(r0, r1, yr, ir, done, Wo, base, W);
       }
     }
   });
@@ -110,7 +173,7 @@ void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
 // the inner loops it took 3/4 of the max-pool time.
 template <class T>
 void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
-  if (is_plain_2x2(in, out, p)) return max_forward_2x2<T>(in, out, idx);
+  if (is_plain_2x2(in, out, idx, p)) return max_forward_2x2<T>(in, out, idx);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
   const int64_t n = in.size(0), c = in.size(1);
