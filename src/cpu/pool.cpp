@@ -17,6 +17,7 @@
 #include "cpu/loops.h"
 #include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "core/parallel.h"
+#include "ops/nn_common.h"  // is_channels_last
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
@@ -169,11 +170,65 @@ void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
   });
 }
 
+/// The 2x2 / stride 2 case on channels-last tensors: the channels of one pixel are contiguous,
+/// so each output pixel is an elementwise maximum over four contiguous channel vectors, which
+/// GCC vectorises across the channels (the plane-by-plane loop would stride by C).
+bool is_plain_2x2_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx,
+                                const Pool2dParams& p) {
+  const Pair2 s = *p.stride;
+  return p.kernel[0] == 2 && p.kernel[1] == 2 && s[0] == 2 && s[1] == 2 && p.padding[0] == 0 &&
+         p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 &&
+         detail::is_channels_last(in) && detail::is_channels_last(out) &&
+         detail::is_channels_last(idx) && 2 * out.size(2) <= in.size(2) &&
+         2 * out.size(3) <= in.size(3);
+}
+
+template <class T>
+void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx) {
+  const int64_t N = in.size(0), C = in.size(1), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const int64_t H = in.size(2);
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  int64_t* ix = static_cast<int64_t*>(idx.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, 4 * C));
+  detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t q = p0; q < p1; ++q) {
+      const int64_t n = q / (Ho * Wo), oh = (q / Wo) % Ho, ow = q % Wo;
+      const int64_t h = 2 * oh, w = 2 * ow;
+      const T* t0 = x + ((n * H + h) * W + w) * C;  // taps (h, w), (h, w+1), (h+1, w), (h+1, w+1)
+      const T* t1 = t0 + C;
+      const T* t2 = t0 + W * C;
+      const T* t3 = t2 + C;
+      T* yo = y + q * C;
+      int64_t* io = ix + q * C;
+      const int64_t at0 = h * W + w;  // PyTorch's index within the (n, c) plane
+      for (int64_t c = 0; c < C; ++c) {
+        T m = t0[c];
+        int64_t best = at0;
+        const T v1 = t1[c], v2 = t2[c], v3 = t3[c];
+        bool take = (v1 > m) | (v1 != v1);
+        m = take ? v1 : m;
+        best = take ? at0 + 1 : best;
+        take = (v2 > m) | (v2 != v2);
+        m = take ? v2 : m;
+        best = take ? at0 + W : best;
+        take = (v3 > m) | (v3 != v3);
+        m = take ? v3 : m;
+        best = take ? at0 + W + 1 : best;
+        yo[c] = m;
+        io[c] = best;
+      }
+    }
+  });
+}
+
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in
 // the inner loops it took 3/4 of the max-pool time.
 template <class T>
 void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
   if (is_plain_2x2(in, out, idx, p)) return max_forward_2x2<T>(in, out, idx);
+  if (is_plain_2x2_channels_last(in, out, idx, p))
+    return max_forward_2x2_channels_last<T>(in, out, idx);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
   const int64_t n = in.size(0), c = in.size(1);
@@ -210,8 +265,32 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
   });
 }
 
+/// max-pool backward on channels-last tensors: pixel by pixel, so every access runs along
+/// the contiguous channels (plane by plane, each plane would touch every cache line of the
+/// tensor). Parallel over images: windows never cross images, so no two threads add into
+/// the same element.
+template <class T>
+void max_backward_channels_last(const Tensor& go, const Tensor& idx, const Tensor& gi) {
+  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
+  const int64_t Ho = go.size(2), Wo = go.size(3);
+  const T* g = static_cast<const T*>(go.data_ptr());
+  const int64_t* ix = static_cast<const int64_t*>(idx.data_ptr());
+  T* d = static_cast<T*>(gi.data_ptr());
+  detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      T* dn = d + n * H * W * C;
+      std::fill(dn, dn + H * W * C, T(0));
+      const int64_t q0 = n * Ho * Wo;
+      for (int64_t q = q0; q < q0 + Ho * Wo; ++q)
+        for (int64_t c = 0; c < C; ++c) dn[ix[q * C + c] * C + c] += g[q * C + c];
+    }
+  });
+}
+
 template <class T>
 void max_backward(const Tensor& go, const Tensor& idx, const Tensor& gi) {
+  if (detail::is_channels_last(go) && detail::is_channels_last(idx) && detail::is_channels_last(gi))
+    return max_backward_channels_last<T>(go, idx, gi);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   const int64_t n = gi.size(0), c = gi.size(1);
   const Shape& gs = go.strides();
