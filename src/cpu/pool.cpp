@@ -136,6 +136,37 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
   }
   return ow;
 }
+
+/// Channels-last: eight channels of one output pixel per step, from the four tap vectors.
+/// Returns the first channel it did not do.
+[[gnu::target("avx2,fma")]] int64_t max_pixel_2x2_avx2(const float* t0, const float* t1,
+                                                      const float* t2, const float* t3,
+                                                      float* y, int64_t* ix, int64_t C,
+                                                      int64_t at0, int64_t W) {
+  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
+    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_blendv_ps(m, v, take);
+    tap = _mm256_blendv_ps(tap, id, take);
+  };
+  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
+  const __m256i base = _mm256_set1_epi32(int32_t(at0));
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8) {
+    __m256 m = _mm256_loadu_ps(t0 + c), tap = _mm256_castsi256_ps(_mm256_setzero_si256());
+    step(_mm256_loadu_ps(t1 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
+    step(_mm256_loadu_ps(t2 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
+    step(_mm256_loadu_ps(t3 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
+    _mm256_storeu_ps(y + c, m);
+    const __m256i t = _mm256_castps_si256(tap);
+    __m256i at = _mm256_add_epi32(base, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
+    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c),
+                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c + 4),
+                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+  }
+  return c;
+}
 #endif
 
 template <class T>
@@ -191,6 +222,7 @@ void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Te
   T* y = static_cast<T*>(out.data_ptr());
   int64_t* ix = static_cast<int64_t*>(idx.data_ptr());
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, 4 * C));
+  const bool use_avx2 = cpu_has_avx2() && H * W < (int64_t(1) << 31);
   detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t q = p0; q < p1; ++q) {
       const int64_t n = q / (Ho * Wo), oh = (q / Wo) % Ho, ow = q % Wo;
@@ -202,7 +234,12 @@ void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Te
       T* yo = y + q * C;
       int64_t* io = ix + q * C;
       const int64_t at0 = h * W + w;  // PyTorch's index within the (n, c) plane
-      for (int64_t c = 0; c < C; ++c) {
+      int64_t c0 = 0;
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<T, float>)
+        if (use_avx2) c0 = max_pixel_2x2_avx2(t0, t1, t2, t3, yo, io, C, at0, W);
+#endif
+      for (int64_t c = c0; c < C; ++c) {
         T m = t0[c];
         int64_t best = at0;
         const T v1 = t1[c], v2 = t2[c], v3 = t3[c];

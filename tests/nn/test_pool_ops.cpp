@@ -40,6 +40,8 @@ const PoolCase kPoolCases[] = {
     {"k2s2_odd_ceil", 1, 2, 7, 9, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, true)},
     // Rows of 18 outputs: two 8-wide vector groups and a scalar tail.
     {"k2s2_wide", 1, 2, 4, 37, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    // 19 channels: in channels-last, two 8-channel vector groups and a tail per pixel.
+    {"k2s2_channels", 2, 19, 4, 6, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
     {"k3s2p1", 2, 3, 7, 8, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false)},
     {"ceil", 1, 2, 7, 6, pp({3, 2}, {2, 2}, {1, 1}, {1, 1}, true)},
     {"ceil_no_pad_count", 1, 2, 8, 7, pp({3, 3}, {3, 2}, {1, 0}, {1, 1}, true, false)},
