@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
+#include "ignis/cuda.h"
 #include "ignis/distributed.h"
 #include "ignis/ops.h"
 
@@ -29,7 +31,12 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   namespace dist = ignis::distributed;
-  dist::init({.timeout = std::chrono::seconds(60)});
+  // One GPU per rank when there are enough (the NCCL suite), else every rank on the CPU.
+  std::optional<ignis::Device> device;
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local_size || ignis::cuda::device_count() < std::atoi(local_size))
+    device = ignis::Device::cpu();
+  dist::init({.timeout = std::chrono::seconds(60), .device = device});
   ignis::set_num_threads(1);  // ranks share the cores
   if (dist::rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();

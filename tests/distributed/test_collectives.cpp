@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "ignis/distributed.h"
+#include "distributed/collective_cases.h"
 #include "support/test_support.h"
 
 namespace ig = ignis;
@@ -16,55 +17,9 @@ using ig::testing::all_close;
 using ig::testing::make_input;
 using ig::testing::round_to;
 using ig::testing::values_of;
+using namespace ig::testing::collective_cases;
 
 namespace {
-
-constexpr ig::DType kDTypes[] = {ig::kFloat32, ig::kFloat64, ig::kBFloat16, ig::kFloat16,
-                                 ig::kInt64,   ig::kInt32,   ig::kUInt8,    ig::kBool};
-
-// Element i of rank r's input. Small integers, so that sums over 3 ranks are exact in every
-// dtype (bf16 holds integers up to 256 exactly) and results can be compared exactly.
-double value(ig::DType d, int r, int64_t i) {
-  if (d == ig::kBool) return (r + i) % 3 == 0 ? 1 : 0;
-  if (d == ig::kUInt8) return double((7 * r + 3 * i) % 41);
-  return double((7 * r + 3 * i) % 41 - 20);
-}
-std::vector<double> values(ig::DType d, int r, int64_t n, int64_t first = 0) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(d, r, first + i);
-  return v;
-}
-
-// The reduction over every rank of value(d, s, first + i), as the op defines it on dtype d.
-std::vector<double> reduced(ig::DType d, dist::ReduceOp op, int64_t n, int64_t first = 0) {
-  const int size = dist::world_size();
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    double acc = value(d, 0, first + i);
-    for (int s = 1; s < size; ++s) {
-      double v = value(d, s, first + i);
-      if (d == ig::kBool)  // sum and max are logical or, min logical and
-        acc = op == dist::ReduceOp::Min ? double(acc && v) : double(acc || v);
-      else if (op == dist::ReduceOp::Max)
-        acc = std::max(acc, v);
-      else if (op == dist::ReduceOp::Min)
-        acc = std::min(acc, v);
-      else
-        acc += v;
-    }
-    out[size_t(i)] = op == dist::ReduceOp::Avg ? acc / size : acc;
-  }
-  if (op != dist::ReduceOp::Avg) return out;
-  // float32 division; 16-bit types then round once more (Note [bf16 and f16 reductions in MPI]).
-  if (d == ig::kFloat64) return round_to(out, d);
-  return round_to(round_to(out, ig::kFloat32), d);
-}
-
-std::vector<dist::ReduceOp> ops_for(ig::DType d) {
-  if (ig::is_floating(d))
-    return {dist::ReduceOp::Sum, dist::ReduceOp::Avg, dist::ReduceOp::Max, dist::ReduceOp::Min};
-  return {dist::ReduceOp::Sum, dist::ReduceOp::Max, dist::ReduceOp::Min};
-}
 
 const ig::Shape kShape{5, 7};  // 35 elements: not a multiple of any vector width
 
