@@ -66,6 +66,7 @@ class Reducer {
     check_previous_finished();
     armed_ = true;
     ready_.assign(params_.size(), false);
+    has_grad_.assign(params_.size(), 0);
     for (Bucket& b : buckets_) {
       b.pending = int64_t(b.params.size());
       b.work.reset();
@@ -115,6 +116,7 @@ class Reducer {
   void mark_ready(size_t k, const Tensor& grad) {
     NoGradGuard no_grad;
     ready_[k] = true;
+    has_grad_[k] = grad.defined();
     Bucket& b = buckets_[bucket_of_[k]];
     Tensor dst = slice(b, k);
     if (grad.defined())
@@ -137,9 +139,11 @@ class Reducer {
   // Every bucket is in flight: wait for each and write the averages into grad().
   void finish() {
     NoGradGuard no_grad;
+    std::vector<uint8_t> used_anywhere = used_on_any_rank();
     for (Bucket& b : buckets_) {
       b.work->wait();
       for (size_t k : b.params) {
+        if (!used_anywhere[k]) continue;  // as PyTorch: grad() left as it was
         Tensor& g = params_[k].second.mutable_grad();
         if (g.defined())
           g.copy_(slice(b, k));
@@ -148,6 +152,20 @@ class Reducer {
       }
     }
     armed_ = false;
+  }
+
+  // Note [DDP unused parameters]: with find_unused_parameters, a parameter no rank produced a
+  // gradient for keeps its grad() as it was (undefined, as in single-process training, so an
+  // optimizer skips it) instead of getting a zero gradient that weight decay or momentum would
+  // act on. Costs one small all-reduce (a byte per parameter) per backward, after the buckets.
+  std::vector<uint8_t> used_on_any_rank() {
+    std::vector<uint8_t> used(params_.size(), 1);
+    if (!find_unused_) return used;
+    Tensor flags = empty({int64_t(params_.size())}, kUInt8);
+    for (size_t k = 0; k < params_.size(); ++k) flags.data_ptr<uint8_t>()[k] = has_grad_[k];
+    group_.all_reduce(flags, distributed::ReduceOp::Max);
+    for (size_t k = 0; k < params_.size(); ++k) used[k] = flags.data_ptr<uint8_t>()[k];
+    return used;
   }
 
   void check_previous_finished() {
@@ -172,7 +190,8 @@ class Reducer {
   }
 
   // Parameters whose AccumulateGrad node the output's graph does not reach get no gradient
-  // this iteration: they count as ready now, contributing zeros.
+  // in this backward: they count as ready now, contributing what grad() already holds
+  // (gradients accumulated under no_sync) or zeros.
   void mark_unused_ready(const Tensor& output) {
     std::unordered_set<const ignis::detail::TensorImpl*> reached;
     std::unordered_set<const ignis::detail::Node*> seen;
@@ -189,7 +208,7 @@ class Reducer {
         if (e.fn) stack.push_back(e.fn);
     }
     for (size_t k = 0; k < params_.size(); ++k)
-      if (!reached.count(params_[k].second.impl())) mark_ready(k, Tensor());
+      if (!reached.count(params_[k].second.impl())) mark_ready(k, params_[k].second.grad());
   }
 
   std::vector<std::pair<std::string, Tensor>> params_;
@@ -199,6 +218,7 @@ class Reducer {
   std::vector<size_t> bucket_of_;
   std::vector<int64_t> offset_of_;
   std::vector<bool> ready_;
+  std::vector<uint8_t> has_grad_;  // whether parameter k had a gradient when it became ready
   size_t next_launch_ = 0;
   bool armed_ = false;
 

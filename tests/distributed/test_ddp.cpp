@@ -48,7 +48,7 @@ void load_from(MLP& dst, nn::Module& src) {
   dst.load_state_dict(copy);
 }
 
-void expect_same_parameters(MLP& ddp_model, MLP& reference, double rtol) {
+void expect_same_parameters(nn::Module& ddp_model, nn::Module& reference, double rtol) {
   for (const auto& [name, p] : reference.named_parameters()) {
     SCOPED_TRACE(name);
     ig::Tensor q;
@@ -65,8 +65,11 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
   init_weights_per_rank(model);
   nn::DistributedDataParallel ddp(model, options);
   load_from(reference, model);
-  ig::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
-  ig::optim::SGD ref_opt(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
+  // Weight decay would move a parameter given a zero gradient: the never-used layer must keep
+  // an undefined gradient, as in single-process training (Note [DDP unused parameters]).
+  const ig::optim::SGDOptions sgd{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01};
+  ig::optim::SGD opt(model.parameters(), sgd);
+  ig::optim::SGD ref_opt(reference.parameters(), sgd);
   for (int step = 0; step < steps; ++step) {
     opt.zero_grad();
     ref_opt.zero_grad();
@@ -89,6 +92,7 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
   // Float32 sums in a different order (per-rank means, then their average); measured within
   // 1e-7 relative on 2 and 3 ranks.
   expect_same_parameters(model, reference, 1e-6);
+  EXPECT_FALSE(model.unused.weight.grad().defined());
 }
 
 }  // namespace
@@ -133,6 +137,46 @@ TEST(DDP, BucketsFollowReverseRegistrationOrder) {
                                                    {"fc2.weight"},
                                                    {"fc1.bias"},
                                                    {"fc1.weight"}}));
+}
+
+// A layer only rank 0 uses: without find_unused_parameters the other ranks' bucket holding it
+// would never be reduced. The oracle averages the ranks' losses, each with its own forward.
+struct BranchyMLP : MLP {
+  bool use_extra = false;
+  ig::Tensor forward(const ig::Tensor& x) override {
+    ig::Tensor h = fc2(ig::relu(fc1(x)));
+    return use_extra ? unused(h) : h;
+  }
+};
+
+TEST(DDP, ParameterUsedOnSomeRanksOnly) {
+  BranchyMLP model, reference;
+  init_weights_per_rank(model);
+  nn::DistributedDataParallel ddp(model,
+                                  {.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true});
+  load_from(reference, model);
+  model.use_extra = dist::rank() == 0;
+  ig::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
+  ig::optim::SGD ref_opt(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
+  const int n = dist::world_size();
+  for (int step = 0; step < 3; ++step) {
+    auto [x, y] = global_batch(step);
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+    ig::Tensor ref_loss;
+    for (int r = 0; r < n; ++r) {
+      reference.use_extra = r == 0;
+      ig::Tensor xr = x.narrow(0, r * kLocalBatch, kLocalBatch);
+      ig::Tensor yr = y.narrow(0, r * kLocalBatch, kLocalBatch);
+      ig::Tensor l = ig::nn::functional::cross_entropy(reference(xr), yr) / double(n);
+      ref_loss = ref_loss.defined() ? ref_loss + l : l;
+    }
+    ref_loss.backward();
+    opt.step();
+    ref_opt.step();
+  }
+  expect_same_parameters(model, reference, 1e-6);
 }
 
 // Without find_unused_parameters the unused parameter's bucket cannot be reduced: the next
