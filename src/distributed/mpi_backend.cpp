@@ -108,7 +108,7 @@ class MpiWork : public Work {
   }
 
   void wait() override {
-    for (int polls = 0; !is_completed(); ++polls) {
+    while (!is_completed()) {
       if (!comm_->broken.empty())
         fail(op_, comm_->rank, comm_->size,
              fmt::format("the process group is unusable: {}; call distributed::abort()",
@@ -123,12 +123,14 @@ class MpiWork : public Work {
                          "end the job with distributed::abort()",
                          s, std::chrono::duration<double>(timeout_).count(), what_));
       }
-      // Poll eagerly at first (most collectives finish within microseconds), then back off
-      // so a rank waiting for a slow peer leaves the cores to the ranks doing the work.
-      if (polls < 1000)
+      // MPI's nonblocking collectives advance only inside MPI calls (MPI_Test here): a sleep
+      // between polls stalls every round of the algorithm, on this rank and on its peers. So
+      // poll continuously (yielding the core to other ranks) for the first 100 ms, and back
+      // off only when a peer is that late, to leave the cores to the ranks still computing.
+      if (waited < std::chrono::milliseconds(100))
         std::this_thread::yield();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 
