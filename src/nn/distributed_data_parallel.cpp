@@ -131,8 +131,6 @@ class Reducer {
       Bucket& b = buckets_[next_launch_++];
       b.work = group_.all_reduce(b.flat, distributed::ReduceOp::Avg, /*async_op=*/true);
     }
-    // Polling the earlier buckets lets MPI progress them while backward continues.
-    for (size_t i = 0; i < next_launch_; ++i) buckets_[i].work->is_completed();
     if (next_launch_ == buckets_.size()) finish();
   }
 

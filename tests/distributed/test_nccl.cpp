@@ -1,5 +1,5 @@
 // The NCCL backend, run under mpirun with one GPU per rank (label `cuda`; skipped with fewer
-// than two GPUs): each collective on each dtype against the same directly computed results as
+// GPUs than ranks; with one rank it checks the plumbing, with two the communication): each collective on each dtype against the same directly computed results as
 // the MPI suite. CUDA tensors wrap cudaMalloc'd memory (from_blob) and move with cudaMemcpy,
 // so the test needs no CUDA kernel of Ignis, only the NCCL backend.
 #include <cuda_runtime.h>
@@ -37,7 +37,7 @@ bool have_gpus() { return dist::device().is_cuda(); }
 }  // namespace
 
 TEST(Nccl, EveryCollectiveOnEveryDType) {
-  if (!have_gpus()) GTEST_SKIP() << "needs one GPU per rank (at least 2 GPUs)";
+  if (!have_gpus()) GTEST_SKIP() << "needs one GPU per rank";
   const int n = dist::world_size(), me = dist::rank();
   for (ig::DType d : kDTypes) {
     for (dist::ReduceOp op : ops_for(d)) {
@@ -67,7 +67,7 @@ TEST(Nccl, EveryCollectiveOnEveryDType) {
 }
 
 TEST(Nccl, AsyncWorkAndBarrier) {
-  if (!have_gpus()) GTEST_SKIP() << "needs one GPU per rank (at least 2 GPUs)";
+  if (!have_gpus()) GTEST_SKIP() << "needs one GPU per rank";
   ig::Tensor t = on_gpu(std::vector<double>(1 << 20, 1.0), {1 << 20}, ig::kFloat32);
   dist::WorkPtr w = dist::all_reduce(t, dist::ReduceOp::Sum, true);
   dist::default_group().barrier();
