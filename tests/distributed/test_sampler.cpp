@@ -1,7 +1,7 @@
 // DistributedSampler without mpirun (ranks given explicitly): shard sizes, disjoint shards
 // that cover the data set, PyTorch's padding and drop_last rules, one shuffle per epoch shared
 // by the ranks, and the DataLoader's sampler hook. Also what the distributed API says before
-// init().
+// init(), and what init() says in a build without MPI.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -109,4 +109,17 @@ TEST(Distributed, SaysWhatIsMissingBeforeInit) {
   EXPECT_THROW(data::DistributedSampler(10), dist::DistributedError);
   ig::Tensor t = ig::ones({2});
   EXPECT_THROW(dist::all_reduce(t), dist::DistributedError);
+}
+
+// Only in builds without MPI (IGNIS_DISTRIBUTED=OFF); the mpi.* tests cover init() otherwise.
+TEST(Distributed, InitSaysIgnisWasBuiltWithoutMpi) {
+  if (dist::is_available()) GTEST_SKIP() << "built with MPI";
+  try {
+    dist::init();
+    ADD_FAILURE() << "no error";
+  } catch (const dist::DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("Ignis was built without MPI"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(dist::is_initialized());
 }
