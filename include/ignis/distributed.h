@@ -44,7 +44,7 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::minute
 class Work {
  public:
   virtual ~Work() = default;
-  /// True when finished; drives progress of the nonblocking call (cheap, never blocks).
+  /// True when finished (never blocks).
   virtual bool is_completed() = 0;
   /// Blocks until finished. Throws DistributedError on timeout or failure.
   virtual void wait() = 0;
