@@ -28,7 +28,8 @@ class Reducer {
  public:
   Reducer(std::vector<std::pair<std::string, Tensor>> params, const DistributedDataParallelOptions& o,
           distributed::ProcessGroup& group)
-      : params_(std::move(params)), group_(group), find_unused_(o.find_unused_parameters) {
+      : params_(std::move(params)), group_(group), find_unused_(o.find_unused_parameters),
+        comm_hook_(o.comm_hook) {
     // Note [DDP bucket order]: reverse registration order, split by cap, dtype and device.
     const auto cap = int64_t(o.bucket_cap_mb * 1024 * 1024);
     bucket_of_.assign(params_.size(), 0);
@@ -129,7 +130,8 @@ class Reducer {
   void launch_ready_buckets() {
     while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
       Bucket& b = buckets_[next_launch_++];
-      b.work = group_.all_reduce(b.flat, distributed::ReduceOp::Avg, /*async_op=*/true);
+      b.work = comm_hook_ ? comm_hook_(group_, b.flat)
+                          : group_.all_reduce(b.flat, distributed::ReduceOp::Avg, /*async_op=*/true);
     }
     if (next_launch_ == buckets_.size()) finish();
   }
@@ -212,6 +214,7 @@ class Reducer {
   std::vector<std::pair<std::string, Tensor>> params_;
   distributed::ProcessGroup& group_;
   bool find_unused_;
+  std::function<distributed::WorkPtr(distributed::ProcessGroup&, Tensor&)> comm_hook_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
   std::vector<int64_t> offset_of_;

@@ -179,6 +179,49 @@ TEST(DDP, ParameterUsedOnSomeRanksOnly) {
   expect_same_parameters(model, reference, 1e-6);
 }
 
+// A bucket's all-reduce starts as soon as its gradients are ready, during backward: when the
+// last gradient (fc1.weight's) arrives, fc2's buckets are already on their way. A hook the
+// test registers before DDP's runs first on fc1.weight and counts the buckets started so far.
+TEST(DDP, BucketsStartDuringBackward) {
+  MLP model;
+  int started = 0, started_before_last_gradient = -1;
+  ig::autograd::register_post_accumulate_grad_hook(
+      model.fc1.weight, [&](ig::Tensor&) { started_before_last_gradient = started; });
+  nn::DistributedDataParallel ddp(
+      model, {.bucket_cap_mb = kSmallBucketMb,
+              .find_unused_parameters = true,
+              .comm_hook = [&](dist::ProcessGroup& group, ig::Tensor& bucket) {
+                ++started;
+                return group.all_reduce(bucket, dist::ReduceOp::Avg, true);
+              }});
+  ASSERT_EQ(ddp.bucket_parameter_names().size(), 4u);
+  auto [x, y] = global_batch(0);
+  ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  EXPECT_EQ(started, 4);
+  // {unused.*, fc2.bias} and {fc2.weight} at least; {fc1.bias} too if its gradient came first.
+  EXPECT_GE(started_before_last_gradient, 2);
+  EXPECT_LE(started_before_last_gradient, 3);
+}
+
+// A communication hook decides what the gradients become: here the sum over ranks instead of
+// the mean, so the DDP gradient is world_size times the single-process one.
+TEST(DDP, CommHookReplacesTheAveraging) {
+  MLP model, reference;
+  init_weights_per_rank(model);
+  nn::DistributedDataParallel ddp(
+      model, {.find_unused_parameters = true,
+              .comm_hook = [](dist::ProcessGroup& group, ig::Tensor& bucket) {
+                return group.all_reduce(bucket, dist::ReduceOp::Sum, true);
+              }});
+  load_from(reference, model);
+  auto [x, y] = global_batch(0);
+  ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  ig::nn::functional::cross_entropy(reference(x), y).backward();
+  std::vector<double> expected = ig::testing::values_of(reference.fc1.weight.grad());
+  for (double& v : expected) v *= dist::world_size();
+  EXPECT_TRUE(ig::testing::all_close(model.fc1.weight.grad(), expected, 1e-5, 1e-7));
+}
+
 // Without find_unused_parameters the unused parameter's bucket cannot be reduced: the next
 // forward says so, naming it, on every rank (instead of hanging).
 TEST(DDP, UnusedParameterWithoutDetectionIsReportedNotHung) {

@@ -6,6 +6,7 @@
 // so the same optimizer step keeps the replicas equal.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct DistributedDataParallelOptions {
   bool broadcast_buffers = true;
   /// The group to train over; the default group when null.
   std::shared_ptr<distributed::ProcessGroup> process_group;
+  /// Starts the reduction of one bucket (its gradients, concatenated) and returns its Work;
+  /// when that completes, `bucket` must hold the gradients to use, averaged over the ranks
+  /// (PyTorch's register_comm_hook: compression, logging). Default: all_reduce(Avg, async).
+  std::function<distributed::WorkPtr(distributed::ProcessGroup&, Tensor& bucket)> comm_hook;
 };
 
 namespace detail {
