@@ -40,7 +40,8 @@ class Reducer;
 /// Wraps `module` (registered as its child "module", so state-dict keys get PyTorch's "module."
 /// prefix). Construction broadcasts rank 0's parameters and buffers, and is collective: every
 /// rank must construct it. Parameters are bucketed in reverse registration order (the order
-/// backward produces their gradients).
+/// backward produces their gradients). Move the module to its device (module.to()) before
+/// wrapping it: the wrapper hooks the parameter tensors it finds at construction.
 class DistributedDataParallel : public Module {
  public:
   explicit DistributedDataParallel(Module& module, DistributedDataParallelOptions options = {});
