@@ -2,13 +2,15 @@
 # The GPU check: on a machine with an NVIDIA GPU, the CUDA toolkit, CMake, ninja and a
 # Python whose PyTorch carries cuDNN/cuBLAS/NCCL in its nvidia/* packages (no network, no
 # Debian packages), this configures and builds the CUDA backend for the local GPU in its own
-# build directory, runs the tests labelled `cuda`, runs the GPU benchmarks, and writes the
-# logs and a summary under OUTDIR.
+# build directory (only the targets it runs), runs the tests labelled `cuda` and the CUDA
+# error/allocator unit tests, the GPU benchmarks and a short compute-sanitizer memcheck, and
+# writes the logs, a JUnit XML and a summary under OUTDIR.
 #
 #   scripts/gpu-check.sh OUTDIR
 #
-# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS) come from .gpu-deps/*.deb, made by
-# scripts/gpu-deps.sh on a development machine, unpacked into a private prefix.
+# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS, zlib headers) come
+# from .gpu-deps/*.deb, made by scripts/gpu-deps.sh on a development machine, unpacked into
+# a private prefix.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
