@@ -65,6 +65,20 @@ if(NOT IGNIS_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD 20)
     list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
     find_package(CUDAToolkit)
+    # cuBLASLt: with the toolkit, or inside a Python wheel (nvidia-cublas, IGNIS_CUBLAS_ROOT)
+    # on GPU machines whose toolkit has only the compiler and runtime.
+    if(CUDAToolkit_FOUND AND NOT TARGET CUDA::cublasLt AND IGNIS_CUBLAS_ROOT)
+      find_library(IGNIS_CUBLASLT_LIBRARY NAMES cublasLt libcublasLt.so.13 libcublasLt.so.12
+                   HINTS ${IGNIS_CUBLAS_ROOT}/lib NO_DEFAULT_PATH)
+      find_path(IGNIS_CUBLAS_INCLUDE_DIR NAMES cublasLt.h HINTS ${IGNIS_CUBLAS_ROOT}/include
+                NO_DEFAULT_PATH)
+      if(IGNIS_CUBLASLT_LIBRARY AND IGNIS_CUBLAS_INCLUDE_DIR)
+        add_library(CUDA::cublasLt SHARED IMPORTED GLOBAL)
+        set_target_properties(CUDA::cublasLt PROPERTIES
+          IMPORTED_LOCATION ${IGNIS_CUBLASLT_LIBRARY}
+          INTERFACE_INCLUDE_DIRECTORIES ${IGNIS_CUBLAS_INCLUDE_DIR})
+      endif()
+    endif()
     # cuDNN: with the toolkit, or inside a Python wheel (nvidia-cudnn) on GPU machines.
     find_library(IGNIS_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
                  HINTS ${CUDAToolkit_LIBRARY_DIR} ${IGNIS_CUDNN_ROOT}/lib

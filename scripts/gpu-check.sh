@@ -47,6 +47,19 @@ if [ -n "$cudnn_root" ]; then
   [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(ls "$cudnn_root"/lib/libcudnn.so.* | head -1)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
 fi
 
+# cuBLASLt from the nvidia-cublas wheel, only when the toolkit has none (otherwise the
+# toolkit's library, which the headers belong to, must be the one loaded).
+cuda_home=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+cublas_root=
+if ! ls "$cuda_home"/lib64/libcublasLt.so* "$cuda_home"/targets/*/lib/libcublasLt.so* >/dev/null 2>&1; then
+  cublas_root=$("$py" -c 'import nvidia.cublas as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  say "- cuBLASLt: not in the toolkit; from ${cublas_root:-nowhere (configure will say so)}"
+fi
+if [ -n "$cublas_root" ]; then
+  export LD_LIBRARY_PATH="$cublas_root/lib:$LD_LIBRARY_PATH"
+  [ -e "$cublas_root/lib/libcublasLt.so" ] || ln -sf "$(ls "$cublas_root"/lib/libcublasLt.so.* | head -1)" "$cublas_root/lib/libcublasLt.so" 2>/dev/null || true
+fi
+
 # zlib: the carried headers, linked against the machine's own libz.so.1 (the carried
 # libz.so is a symlink to a library version the machine may not have).
 zlib_args=()
@@ -60,7 +73,7 @@ cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | hea
 say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
-  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
   -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
