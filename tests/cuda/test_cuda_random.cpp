@@ -71,8 +71,10 @@ TEST(CudaAutograd, GradientsOfASmallNetworkMatchTheCpu) {
   const Tensor w2 = randn({5, 32}, kFloat64, &g) * 0.2, b2 = zeros({5}, kFloat64);
   const Tensor onehot = (randint(0, 5, {16, 1}, kInt64, &g) == arange(5, kInt64)).to(kFloat64);
   const auto grads = [&](Device d) {
-    std::vector<Tensor> params = {w1.to(d), b1.to(d), w2.to(d), b2.to(d)};
-    for (Tensor& p : params) p.requires_grad_();
+    // Fresh leaves on each device (copy = true: on the CPU, to() would return w1 itself).
+    std::vector<Tensor> params;
+    for (const Tensor& w : {w1, b1, w2, b2})
+      params.push_back(w.to(d, kFloat64, false, /*copy=*/true).requires_grad_());
     const Tensor h = relu(nn::functional::linear(x.to(d), params[0], params[1]));
     const Tensor out = nn::functional::linear(h, params[2], params[3]);
     const Tensor loss = nn::functional::mse_loss(out, y.to(d)) -
