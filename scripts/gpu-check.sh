@@ -2,16 +2,19 @@
 # The GPU check: on a machine with an NVIDIA GPU, the CUDA toolkit, CMake, ninja and a
 # Python whose PyTorch carries cuDNN/cuBLAS/NCCL in its nvidia/* packages (no network, no
 # Debian packages), this configures and builds the CUDA backend for the local GPU in its own
-# build directory, runs the tests labelled `cuda`, runs the GPU benchmarks, and writes the
-# logs and a summary under OUTDIR.
+# build directory (only the targets it runs), runs the tests labelled `cuda` and the CUDA
+# error/allocator unit tests, the GPU benchmarks and a short compute-sanitizer memcheck, and
+# writes the logs, a JUnit XML and a summary under OUTDIR.
 #
 #   scripts/gpu-check.sh OUTDIR
 #
-# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS) come from .gpu-deps/*.deb, made by
-# scripts/gpu-deps.sh on a development machine, unpacked into a private prefix.
+# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS, zlib headers) come
+# from .gpu-deps/*.deb, made by scripts/gpu-deps.sh on a development machine, unpacked into
+# a private prefix.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: the script changes directory next
 cd "$(dirname "$0")/.."
 summary="$out/summary.md"
 : >"$summary"
@@ -37,10 +40,32 @@ export LD_LIBRARY_PATH="${arch_dir:+$arch_dir:$arch_dir/openblas-openmp:}${LD_LI
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
 py=$(command -v python3)
-cudnn_root=$("$py" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
+# nvidia.* are namespace packages (no __init__.py, so no __file__): take __path__.
+cudnn_root=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
 if [ -n "$cudnn_root" ]; then
   export LD_LIBRARY_PATH="$cudnn_root/lib:$LD_LIBRARY_PATH"
   [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(ls "$cudnn_root"/lib/libcudnn.so.* | head -1)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
+fi
+
+# cuBLASLt from the nvidia-cublas wheel, only when the toolkit has none (otherwise the
+# toolkit's library, which the headers belong to, must be the one loaded).
+cuda_home=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+cublas_root=
+if ! ls "$cuda_home"/lib64/libcublasLt.so* "$cuda_home"/targets/*/lib/libcublasLt.so* >/dev/null 2>&1; then
+  cublas_root=$("$py" -c 'import nvidia.cublas as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  say "- cuBLASLt: not in the toolkit; from ${cublas_root:-nowhere (configure will say so)}"
+fi
+if [ -n "$cublas_root" ]; then
+  export LD_LIBRARY_PATH="$cublas_root/lib:$LD_LIBRARY_PATH"
+  [ -e "$cublas_root/lib/libcublasLt.so" ] || ln -sf "$(ls "$cublas_root"/lib/libcublasLt.so.* | head -1)" "$cublas_root/lib/libcublasLt.so" 2>/dev/null || true
+fi
+
+# zlib: the carried headers, linked against the machine's own libz.so.1 (the carried
+# libz.so is a symlink to a library version the machine may not have).
+zlib_args=()
+if [ ! -e /usr/include/zlib.h ] && [ -e "$prefix/usr/include/zlib.h" ]; then
+  zlib_so=$(ldconfig -p 2>/dev/null | awk '/libz\.so\.1 /{print $NF; exit}')
+  zlib_args=(-DZLIB_INCLUDE_DIR="$prefix/usr/include" ${zlib_so:+-DZLIB_LIBRARY="$zlib_so"})
 fi
 
 build=build-gpu
@@ -48,24 +73,30 @@ cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | hea
 say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
-  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
-  -DGTEST_ROOT="$prefix/usr" >"$out/configure.log" 2>&1
+  -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
 
-ctest --test-dir "$build" -L cuda --output-on-failure --timeout 300 >"$out/ctest-cuda.log" 2>&1
+# The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
+# GPU machine CudaErrors checks the out-of-range device index instead of "no device").
+ctest --test-dir "$build" -L cuda --output-on-failure --timeout 300 \
+  --output-junit "$out/ctest-cuda.xml" >"$out/ctest-cuda.log" 2>&1
 rc=$?
 say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1)"
-grep -E "Skipped|\*\*\*Failed|Not Run" "$out/ctest-cuda.log" | head -20 | tee -a "$summary"
+grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$out/ctest-cuda.log" | head -30 | tee -a "$summary"
+ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator" --output-on-failure \
+  >"$out/ctest-unit.log" 2>&1
+say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest-unit.log" | tail -1)"
 
 # GPU benchmarks (each prints JSON lines); added as the CUDA backend grows.
 for b in "$build"/bench/gpu_*; do
@@ -74,4 +105,13 @@ for b in "$build"/bench/gpu_*; do
   timeout 300 "$b" >"$out/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
 done
+
+# Out-of-bounds accesses and races that give right answers by luck: a few fast tests under
+# compute-sanitizer's memcheck (slow: each kernel runs instrumented).
+if command -v compute-sanitizer >/dev/null; then
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
+    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*' \
+    >"$out/sanitizer.log" 2>&1
+  say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
+fi
 cat "$summary"

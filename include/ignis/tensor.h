@@ -101,6 +101,12 @@ class Tensor {
   Tensor to(Device d, DType t, bool non_blocking = false, bool copy = false) const;
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  /// A copy of this CPU tensor in page-locked (pinned) host memory, from which to(cuda,
+  /// non_blocking = true) copies asynchronously; this tensor if it is pinned already.
+  /// DeviceError without CUDA.
+  Tensor pin_memory() const;
+  /// True when this tensor's memory comes from the pinned host allocator.
+  bool is_pinned() const;
   /// This tensor if already contiguous, else a contiguous copy.
   Tensor contiguous() const;
   Tensor clone() const;

@@ -131,23 +131,44 @@ CpuCachingAllocator& cpu_caching_allocator() {
   return *a;
 }
 
-Allocator* g_allocators[kNumDeviceTypes] = {};
+Allocator& (*g_allocators[kNumDeviceTypes])(int) = {};
+Allocator* g_pinned = nullptr;
 
 }  // namespace
+
+void ensure_kernels_registered();  // src/core/dispatch.cpp: backends install allocators there
 
 Allocator& cpu_allocator() { return cpu_caching_allocator(); }
 AllocatorStats cpu_allocator_stats() { return cpu_caching_allocator().stats(); }
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
-  Allocator* a = g_allocators[int(device.type)];
-  IGNIS_CHECK(a != nullptr, DeviceError,
-              "[allocator] no allocator for device {}: Ignis was built without {} support or "
-              "no such device is present",
+  ensure_kernels_registered();
+  auto* lookup = g_allocators[int(device.type)];
+  IGNIS_CHECK(lookup != nullptr, DeviceError,
+              "[allocator] {} requested but this build of Ignis has no {} backend (it was "
+              "built without the CUDA toolkit)",
               device.str(), device_type_name(device.type));
+  return lookup(device.index);
+}
+
+void set_allocator(DeviceType type, Allocator& (*for_index)(int)) {
+  g_allocators[int(type)] = for_index;
+}
+
+Allocator* pinned_allocator_if_built() {
+  ensure_kernels_registered();
+  return g_pinned;
+}
+
+Allocator& pinned_allocator() {
+  Allocator* a = pinned_allocator_if_built();
+  IGNIS_CHECK(a != nullptr, DeviceError,
+              "[pin_memory] pinned memory needs CUDA, but this build of Ignis has no cuda "
+              "backend (it was built without the CUDA toolkit)");
   return *a;
 }
 
-void set_allocator(DeviceType type, Allocator* allocator) { g_allocators[int(type)] = allocator; }
+void set_pinned_allocator(Allocator* allocator) { g_pinned = allocator; }
 
 }  // namespace ignis::detail

@@ -28,9 +28,17 @@ struct AllocatorStats {
 
 Allocator& cpu_allocator();
 AllocatorStats cpu_allocator_stats();
-/// The allocator of a device; throws DeviceError when that device type has none registered.
+/// The allocator of a device; throws DeviceError when the build has no backend for that
+/// device type or the device does not exist (the backend's lookup says which).
 Allocator& allocator_for(Device device);
-/// Installs the allocator of a device type (the CUDA backend calls this when it registers).
-void set_allocator(DeviceType type, Allocator* allocator);
+/// Installs the allocator lookup of a device type (the CUDA backend calls this when it
+/// registers): one allocator per device index; the lookup throws DeviceError for an absent
+/// device.
+void set_allocator(DeviceType type, Allocator& (*for_index)(int index));
+/// The page-locked host allocator (pin_memory); throws DeviceError in a build without CUDA.
+Allocator& pinned_allocator();
+/// The pinned allocator when the build has one, else nullptr (never throws).
+Allocator* pinned_allocator_if_built();
+void set_pinned_allocator(Allocator* allocator);
 
 }  // namespace ignis::detail

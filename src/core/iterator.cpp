@@ -18,6 +18,7 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memo
   IGNIS_CHECK(shape.size() <= 64, ShapeError,
               "[{}] tensors of more than 64 dimensions are not supported", op);
   p.noperands = n;
+  p.device = ops[0]->device();
   p.numel = shape_numel(shape);
   for (int i = 0; i < n; ++i) {
     IGNIS_CHECK(ops[i]->sizes() == shape, ShapeError,

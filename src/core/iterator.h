@@ -26,6 +26,9 @@ struct ElementwisePlan {
   bool contiguous = false;
   /// Every offset fits in int32, so CUDA kernels may use 32-bit index math.
   bool fits_int32 = true;
+  /// The operands' device (the front ends check that they share one): where a CUDA
+  /// kernel launches.
+  Device device;
 };
 
 /// Builds the plan over operands that already share one shape (inputs expanded with zero

@@ -1,25 +1,139 @@
-// Device queries through the CUDA runtime. Any error from the runtime (no driver, "CUDA driver
-// version is insufficient", no device) means "no GPU", never an exception or a crash.
-#include <cuda_runtime_api.h>
+// Devices through the CUDA runtime: counting, the current device, properties, synchronize,
+// and the errors every CUDA call turns into. Any error from cudaGetDeviceCount (no driver,
+// "CUDA driver version is insufficient", no device) means "no GPU" for the queries, never an
+// exception or a crash; ops that need a device throw DeviceError with that reason.
+#include <atomic>
+#include <cstring>
+#include <string>
 
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/context.h"
 #include "ignis/cuda.h"
 
 namespace ignis::cuda {
+namespace {
 
-bool is_built() { return true; }
+struct DeviceCount {
+  int count = 0;
+  std::string why_none;  // the runtime's reason when count is 0
+};
 
-int device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+const DeviceCount& probe() {
+  static const DeviceCount probed = [] {
+    DeviceCount d;
+    const cudaError_t err = cudaGetDeviceCount(&d.count);
+    if (err != cudaSuccess) {
       cudaGetLastError();  // clear the sticky error so later calls start clean
-      return 0;
+      d.count = 0;
+      d.why_none = fmt::format("{} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+    } else if (d.count == 0) {
+      d.why_none = "the CUDA runtime reports no devices";
     }
-    return n;
+    return d;
   }();
-  return count;
+  return probed;
 }
 
+std::atomic<bool> g_allow_tf32{false};
+
+/// The source path from "src/" on (build machines' absolute prefixes say nothing).
+const char* short_path(const char* file) {
+  const char* s = std::strstr(file, "src/");
+  return s ? s : file;
+}
+
+}  // namespace
+
+bool is_built() { return true; }
+int device_count() { return probe().count; }
 bool is_available() { return device_count() > 0; }
 
+int current_device() { return detail::checked_current_device("current_device"); }
+
+void set_device(int index) {
+  detail::require_device(index, "set_device");
+  IGNIS_CUDA_CHECK(cudaSetDevice(index), "set_device");
+}
+
+DeviceProperties get_device_properties(int index) {
+  if (index < 0) index = current_device();
+  detail::require_device(index, "get_device_properties");
+  cudaDeviceProp p{};
+  IGNIS_CUDA_CHECK(cudaGetDeviceProperties(&p, index), "get_device_properties");
+  DeviceProperties out;
+  out.name = p.name;
+  out.total_memory = p.totalGlobalMem;
+  out.major = p.major;
+  out.minor = p.minor;
+  out.multiprocessor_count = p.multiProcessorCount;
+  return out;
+}
+
+void synchronize(int index) {
+  if (index < 0) index = current_device();
+  detail::require_device(index, "synchronize");
+  detail::DeviceGuard guard(index);
+  IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
+}
+
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+bool allow_tf32() { return g_allow_tf32; }
+
+namespace detail {
+
+void require_device(int index, const char* op) {
+  const DeviceCount& d = probe();
+  IGNIS_CHECK(d.count > 0, DeviceError,
+              "[{}] cuda:{} requested but no CUDA device is available: {}", op, index,
+              d.why_none);
+  IGNIS_CHECK(index >= 0 && index < d.count, DeviceError,
+              "[{}] cuda:{} requested but only {} CUDA device{} present (cuda:0 .. cuda:{})", op,
+              index, d.count, d.count == 1 ? " is" : "s are", d.count - 1);
+}
+
+int checked_current_device(const char* op) {
+  require_device(0, op);
+  int d = 0;
+  IGNIS_CUDA_CHECK(cudaGetDevice(&d), op);
+  return d;
+}
+
+DeviceGuard::DeviceGuard(int index) {
+  int cur = 0;
+  IGNIS_CUDA_CHECK(cudaGetDevice(&cur), "device guard");
+  if (cur != index) {
+    IGNIS_CUDA_CHECK(cudaSetDevice(index), "device guard");
+    previous_ = cur;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);  // cannot fail for a device that was current
+}
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* op, const char* file,
+                      int line) {
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  const std::string msg = fmt::format("[{}] {} failed: {} ({}) at {}:{}", op, call,
+                                      cudaGetErrorString(err), cudaGetErrorName(err),
+                                      short_path(file), line);
+  if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
+  if (err == cudaErrorNoDevice || err == cudaErrorInvalidDevice ||
+      err == cudaErrorInsufficientDriver)
+    throw DeviceError(msg);
+  throw Error(msg);
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* op,
+                        const char* file, int line) {
+  const std::string msg =
+      fmt::format("[{}] {} failed: {} ({}) at {}:{}", op, call, cublasLtGetStatusName(status),
+                  cublasLtGetStatusString(status), short_path(file), line);
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw OutOfMemoryError(msg);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) throw NotImplementedError(msg);
+  throw Error(msg);
+}
+
+}  // namespace detail
 }  // namespace ignis::cuda

@@ -16,10 +16,16 @@
 #include <thread>
 
 #include "distributed/backend.h"
+#include "ignis/cuda.h"
 #include "ignis/ops.h"
 
 namespace ignis::distributed::detail {
 namespace {
+
+/// Ignis's compute stream on `device`, where its kernels run (include/ignis/cuda.h).
+cudaStream_t compute_stream(int device) {
+  return static_cast<cudaStream_t>(ignis::cuda::current_stream(device).handle());
+}
 
 struct NcclComm {
   ncclComm_t comm = nullptr;
@@ -96,8 +102,8 @@ class NcclWork : public Work {
       return false;
     }
     check_cuda(rc, op_, *comm_);
-    // Later kernels on the default stream must see the result.
-    check_cuda(cudaStreamWaitEvent(nullptr, done_event_, 0), op_, *comm_);
+    // Later kernels on Ignis's compute stream must see the result.
+    check_cuda(cudaStreamWaitEvent(compute_stream(comm_->device), done_event_, 0), op_, *comm_);
     done_ = true;
     return true;
   }
@@ -202,8 +208,9 @@ class NcclBackend : public Backend {
                          comm_->device));
     check_cuda(cudaSetDevice(comm_->device), op, *comm_);
     auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep));
-    // The inputs were written by kernels on the default stream: order after them.
-    check_cuda(cudaEventRecord(w->event(), nullptr), op, *comm_);
+    // The inputs were written by kernels on Ignis's compute stream (not the legacy default
+    // stream, which it does not synchronise with): order after them.
+    check_cuda(cudaEventRecord(w->event(), compute_stream(comm_->device)), op, *comm_);
     check_cuda(cudaStreamWaitEvent(comm_->stream, w->event(), 0), op, *comm_);
     check_nccl(call(), op, *comm_);
     check_cuda(cudaEventRecord(w->event(), comm_->stream), op, *comm_);

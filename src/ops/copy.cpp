@@ -96,4 +96,29 @@ Tensor& Tensor::fill_(const Scalar& value) {
 
 Tensor& Tensor::zero_() { return fill_(0); }
 
+bool Tensor::is_pinned() const {
+  const Allocator* pinned = pinned_allocator_if_built();
+  return defined() && pinned && impl()->storage->allocator == pinned;
+}
+
+Tensor Tensor::pin_memory() const {
+  IGNIS_CHECK(defined(), ValueError, "[pin_memory] undefined tensor");
+  IGNIS_CHECK(is_cpu(), DeviceError, "[pin_memory] only CPU tensors can be pinned, got one on {}",
+              device().str());
+  Allocator& pinned = pinned_allocator();
+  if (is_pinned()) return *this;
+  const size_t nbytes = size_t(numel()) * itemsize(dtype());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(nbytes ? pinned.allocate(nbytes) : nullptr, nbytes,
+                                                Device::cpu(), nbytes ? &pinned : nullptr);
+  impl->numel = numel();
+  impl->sizes = sizes();
+  impl->strides = contiguous_strides(sizes());
+  impl->dtype = dtype();
+  Tensor out(std::move(impl));
+  GradModeScope no_grad(false);
+  if (numel() > 0) out.copy_(*this);
+  return out;
+}
+
 }  // namespace ignis

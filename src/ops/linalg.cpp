@@ -166,6 +166,7 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Tensor* inpu
               op, device_type_name(a.device().type));
   GemmArgs g;
   g.dtype = a.dtype();
+  g.device = a.device();
   g.batch_sizes = Shape(out_shape.begin(), out_shape.end() - 2);
   g.m = m, g.n = n, g.k = k;
   g.a = matrix_of(a), g.b = matrix_of(b), g.c = matrix_of(out);

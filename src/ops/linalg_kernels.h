@@ -33,6 +33,7 @@ struct GemmArgs {
   /// end handles alpha == 0 itself). beta == 0 means C is not read: NaN or garbage in it is
   /// ignored, as in BLAS and PyTorch.
   Scalar alpha = 1, beta = 0;
+  Device device;  // of a, b and c
 };
 
 inline KernelSlot<void (*)(const GemmArgs&)> gemm_kernel{"gemm"};

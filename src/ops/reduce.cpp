@@ -76,6 +76,7 @@ ReducePlan make_reduce_plan(const Tensor& in, uint64_t mask, const Tensor* out,
   p.out = out ? static_cast<char*>(out->data_ptr()) : nullptr;
   p.indices = indices ? static_cast<char*>(indices->data_ptr()) : nullptr;
   p.in_dtype = in.dtype();
+  p.device = in.device();
   p.out_dtype = out ? out->dtype() : kInt64;
   return p;
 }

@@ -40,6 +40,7 @@ struct ReducePlan {
   char* indices = nullptr;  // int64, laid out as out; only for ArgMax/ArgMin
   DType in_dtype = kFloat32;
   DType out_dtype = kFloat32;
+  Device device;  // of in, out and indices
 };
 
 struct ReduceArgs {
@@ -68,6 +69,7 @@ struct SoftmaxArgs {
   DType dtype = kFloat32;
   int64_t outer = 1, dim = 1, inner = 1;
   bool log = false;
+  Device device;
 };
 inline KernelSlot<void (*)(const SoftmaxArgs&)> softmax_kernel{"softmax"};
 

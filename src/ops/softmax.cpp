@@ -46,6 +46,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
   args.dim = s.dim;
   args.inner = s.inner;
   args.log = log;
+  args.device = in.device();
   softmax_kernel.get(in.device())(args);
   if (needs_grad({&in})) record_softmax(log, in, out, d);
   return out;

@@ -1,0 +1,249 @@
+// The caching policy shared by the CUDA device and pinned host allocators
+// (Note [Device caching allocator] in caching_allocator.h).
+#include "core/caching_allocator.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace ignis::detail {
+
+struct CachingAllocator::Block {
+  char* ptr = nullptr;
+  size_t size = 0;       // rounded size of this block
+  size_t requested = 0;  // bytes asked for while live
+  RawMemory::Stream stream = 0;
+  bool small = false;  // pool of the segment
+  bool allocated = false;
+  int pending_events = 0;  // events still guarding this freed block
+  Block* prev = nullptr;   // neighbours in the same segment
+  Block* next = nullptr;
+  std::vector<RawMemory::Stream> uses;  // other streams that used the live block
+};
+
+bool CachingAllocator::BySize::operator()(const Block* a, const Block* b) const {
+  return std::tie(a->stream, a->size, a->ptr) < std::tie(b->stream, b->size, b->ptr);
+}
+
+size_t CachingAllocator::round_size(size_t nbytes) {
+  return nbytes < kRound ? kRound : (nbytes + kRound - 1) / kRound * kRound;
+}
+
+size_t CachingAllocator::segment_size(size_t rounded) {
+  if (rounded <= kSmallLimit) return kSmallSegment;
+  if (rounded < kMidLimit) return kLargeSegment;
+  return (rounded + kLargeRound - 1) / kLargeRound * kLargeRound;
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Pending& p : pending_) raw_.destroy_event(p.event);
+  pending_.clear();
+  for (Pool* pool : {&small_, &large_})
+    for (Block* b : *pool) delete b;  // the memory itself may already be gone with the device
+  for (auto& [ptr, b] : live_) delete b;
+}
+
+void* CachingAllocator::allocate(size_t nbytes, RawMemory::Stream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  process_events(false);
+  const size_t rounded = round_size(nbytes);
+  const bool small = rounded <= kSmallLimit;
+  Block* b = find_free(pool_of(small), rounded, stream);
+  if (b) {
+    pool_of(small).erase(b);
+  } else {
+    b = new_segment(rounded, stream, nbytes);
+  }
+  split(b, rounded);
+  b->allocated = true;
+  b->requested = nbytes;
+  live_[b->ptr] = b;
+  stats_.allocated += b->size;
+  stats_.requested += nbytes;
+  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  return b->ptr;
+}
+
+CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, size_t rounded,
+                                                     RawMemory::Stream stream) {
+  Block key;
+  key.stream = stream;
+  key.size = rounded;
+  auto it = pool.lower_bound(&key);  // the smallest block of this stream that fits
+  if (it == pool.end() || (*it)->stream != stream) return nullptr;
+  return *it;
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(size_t rounded, RawMemory::Stream stream,
+                                                       size_t requested) {
+  const size_t seg = segment_size(rounded);
+  void* p = raw_.allocate(seg);
+  if (!p) {
+    // Out of memory: give back every cached segment (after the pending frees complete) and
+    // try once more.
+    ++stats_.retries;
+    process_events(true);
+    release_free_segments();
+    p = raw_.allocate(seg);
+  }
+  if (!p) throw_oom(requested, rounded, seg);
+  auto* b = new Block;
+  b->ptr = static_cast<char*>(p);
+  b->size = seg;
+  b->stream = stream;
+  b->small = rounded <= kSmallLimit;
+  ++stats_.raw_allocations;
+  stats_.reserved += seg;
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  return b;
+}
+
+void CachingAllocator::split(Block* b, size_t rounded) {
+  const size_t rest = b->size - rounded;
+  // Small blocks split down to the rounding unit; large ones only when the rest is itself a
+  // large block, so the large pool does not fill with slivers.
+  if (b->small ? rest < kRound : rest <= kSmallLimit) return;
+  auto* r = new Block;
+  r->ptr = b->ptr + rounded;
+  r->size = rest;
+  r->stream = b->stream;
+  r->small = b->small;
+  r->prev = b;
+  r->next = b->next;
+  if (b->next) b->next->prev = r;
+  b->next = r;
+  b->size = rounded;
+  pool_of(r->small).insert(r);
+}
+
+void CachingAllocator::free(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  IGNIS_CHECK(it != live_.end(), ValueError,
+              "[{} allocator] free of a pointer it did not allocate (or freed twice)", label_);
+  Block* b = it->second;
+  live_.erase(it);
+  stats_.allocated -= b->size;
+  stats_.requested -= b->requested;
+  b->allocated = false;
+  b->requested = 0;
+  if (b->uses.empty()) {
+    return_to_pool(b);
+    return;
+  }
+  // Used on other streams: reusable once their work queued so far has run.
+  for (RawMemory::Stream s : b->uses) {
+    pending_.push_back({raw_.record_event(s), b});
+    ++b->pending_events;
+  }
+  b->uses.clear();
+}
+
+void CachingAllocator::record_stream(void* ptr, RawMemory::Stream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  IGNIS_CHECK(it != live_.end(), ValueError,
+              "[{} allocator] record_stream on a pointer that is not a live block", label_);
+  Block* b = it->second;
+  if (stream == b->stream) return;
+  if (std::find(b->uses.begin(), b->uses.end(), stream) == b->uses.end()) b->uses.push_back(stream);
+}
+
+void CachingAllocator::return_to_pool(Block* b) {
+  Pool& pool = pool_of(b->small);
+  const auto mergeable = [](const Block* n) {
+    return n && !n->allocated && n->pending_events == 0;
+  };
+  if (mergeable(b->prev)) {
+    Block* p = b->prev;
+    pool.erase(p);
+    p->size += b->size;
+    p->next = b->next;
+    if (b->next) b->next->prev = p;
+    delete b;
+    b = p;
+  }
+  if (mergeable(b->next)) {
+    Block* n = b->next;
+    pool.erase(n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    delete n;
+  }
+  pool.insert(b);
+}
+
+void CachingAllocator::process_events(bool wait) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending p = pending_[i];
+    if (wait) raw_.wait_event(p.event);
+    else if (!raw_.event_done(p.event)) {
+      pending_[kept++] = p;
+      continue;
+    }
+    raw_.destroy_event(p.event);
+    if (--p.block->pending_events == 0) return_to_pool(p.block);
+  }
+  pending_.resize(kept);
+}
+
+void CachingAllocator::release_free_segments() {
+  for (Pool* pool : {&small_, &large_}) {
+    for (auto it = pool->begin(); it != pool->end();) {
+      Block* b = *it;
+      if (b->prev || b->next) {
+        ++it;
+        continue;
+      }
+      raw_.release(b->ptr, b->size);
+      ++stats_.raw_releases;
+      stats_.reserved -= b->size;
+      it = pool->erase(it);
+      delete b;
+    }
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  process_events(true);
+  release_free_segments();
+}
+
+CachingAllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CachingAllocatorStats s = stats_;
+  s.live_blocks = live_.size();
+  s.cached_blocks = small_.size() + large_.size();
+  return s;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
+}
+
+size_t CachingAllocator::block_size(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  return it == live_.end() ? 0 : it->second->size;
+}
+
+void CachingAllocator::throw_oom(size_t requested, size_t rounded, size_t seg) {
+  ++stats_.ooms;
+  const size_t free_bytes = raw_.free_bytes();
+  throw OutOfMemoryError(fmt::format(
+      "[{} allocator] out of memory: tried to allocate {} bytes ({:.2f} MiB; a {}-byte "
+      "segment for a {}-byte block); the device reports {} bytes free; Ignis holds {} bytes "
+      "allocated and {} bytes reserved (the cache was released and the allocation retried)",
+      label_, requested, double(requested) / (1 << 20), seg, rounded, free_bytes,
+      stats_.allocated, stats_.reserved));
+}
+
+}  // namespace ignis::detail

@@ -1,0 +1,138 @@
+// The caching policy of the CUDA device allocator and of the pinned host allocator, written
+// against a small "raw memory" interface so that it is plain C++: the CUDA backend plugs in
+// cudaMalloc / cudaHostAlloc and CUDA events (src/cuda/allocator.cpp), the unit tests a fake
+// device with fake pointers and a fake out-of-memory (tests/core/test_caching_allocator.cpp).
+//
+// Note [Device caching allocator]
+// cudaMalloc and cudaFree synchronise the device and cost tens of microseconds to
+// milliseconds, so freed blocks are kept and handed out again. The policy follows the ideas
+// of PyTorch's CUDACachingAllocator:
+// - Sizes are rounded up to 512 bytes. Requests of up to 1 MiB come from the small pool,
+//   whose segments (one raw allocation each) are 2 MiB; larger ones from the large pool,
+//   whose segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB
+//   otherwise. Small and large blocks never share a segment, so small long-lived tensors
+//   cannot pin down large segments.
+// - A free block larger than the request is split; the rest stays free (small pool: when at
+//   least 512 bytes remain; large pool: when more than 1 MiB remains, so large blocks are not
+//   cut into slivers). A freed block is merged with its free neighbours of the same segment.
+// - Every block belongs to the stream it was allocated on and is reused only by allocations
+//   on that stream: work on one stream runs in order, so memory freed by the host while a
+//   kernel on the same stream still reads it is safe to hand out again for later work on that
+//   stream. A block also used on other streams (record_stream) goes back to the pool only
+//   when events recorded on those streams at free time have completed.
+// - When the raw allocation fails, every cached segment that is wholly free is released and
+//   the allocation is tried once more; a second failure throws OutOfMemoryError with the
+//   requested, free, allocated and reserved bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ignis::detail {
+
+/// Where the caching policy gets memory and orders streams. All methods are called with the
+/// allocator's lock held.
+class RawMemory {
+ public:
+  using Stream = uintptr_t;   // an opaque stream handle (cudaStream_t in the CUDA backend)
+  using EventId = uintptr_t;  // an opaque event handle
+  virtual ~RawMemory() = default;
+  /// nbytes of fresh memory, or nullptr when the device is out of memory (other failures
+  /// throw).
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void release(void* ptr, size_t nbytes) = 0;
+  /// Free bytes on the device as it reports them (only used in the out-of-memory message).
+  virtual size_t free_bytes() = 0;
+  /// Records an event after the work queued on stream so far.
+  virtual EventId record_event(Stream stream) = 0;
+  /// True when the event has completed (non-blocking).
+  virtual bool event_done(EventId event) = 0;
+  /// Blocks until the event has completed.
+  virtual void wait_event(EventId event) = 0;
+  virtual void destroy_event(EventId event) = 0;
+};
+
+struct CachingAllocatorStats {
+  size_t allocated = 0;       // bytes of live blocks (rounded sizes)
+  size_t requested = 0;       // bytes asked for by live allocations
+  size_t reserved = 0;        // bytes of all segments (live + cached)
+  size_t peak_allocated = 0;  // since construction or reset_peak()
+  size_t peak_reserved = 0;
+  size_t raw_allocations = 0;  // successful RawMemory::allocate calls (cudaMalloc)
+  size_t raw_releases = 0;     // RawMemory::release calls (cudaFree)
+  size_t retries = 0;          // allocations that released the cache and tried again
+  size_t ooms = 0;             // allocations that failed with OutOfMemoryError
+  size_t live_blocks = 0;
+  size_t cached_blocks = 0;  // free blocks kept in the pools
+};
+
+class CachingAllocator {
+ public:
+  static constexpr size_t kRound = 512;               // every size is a multiple of this
+  static constexpr size_t kSmallLimit = 1 << 20;      // <= 1 MiB: small pool
+  static constexpr size_t kSmallSegment = 2 << 20;    // small pool segment
+  static constexpr size_t kMidLimit = 10 << 20;       // < 10 MiB: one 20 MiB segment
+  static constexpr size_t kLargeSegment = 20 << 20;
+  static constexpr size_t kLargeRound = 2 << 20;      // larger: rounded up to 2 MiB
+
+  /// label names the memory in error messages ("cuda:0", "pinned host").
+  CachingAllocator(RawMemory& raw, std::string label) : raw_(raw), label_(std::move(label)) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /// A block of at least nbytes for use on stream (nbytes 0 gets the smallest block). Throws
+  /// OutOfMemoryError after releasing the cache and retrying once.
+  void* allocate(size_t nbytes, RawMemory::Stream stream);
+  /// Returns a block; it is reused once the work recorded on other streams is done.
+  void free(void* ptr);
+  /// Marks a live block as used by work on stream (besides its own): its free then waits for
+  /// that stream's work queued up to the free.
+  void record_stream(void* ptr, RawMemory::Stream stream);
+  /// Waits for pending frees, then releases every wholly free segment.
+  void empty_cache();
+  CachingAllocatorStats stats() const;
+  void reset_peak();
+  /// The rounded size of the live block at ptr (0 if ptr is not live here).
+  size_t block_size(const void* ptr) const;
+
+  /// The rounding and segment rules of the Note, for tests and error messages.
+  static size_t round_size(size_t nbytes);
+  static size_t segment_size(size_t rounded);
+
+ private:
+  struct Block;
+  struct BySize {
+    bool operator()(const Block* a, const Block* b) const;
+  };
+  using Pool = std::set<Block*, BySize>;
+
+  Pool& pool_of(bool small) { return small ? small_ : large_; }
+  Block* find_free(Pool& pool, size_t rounded, RawMemory::Stream stream);
+  Block* new_segment(size_t rounded, RawMemory::Stream stream, size_t requested);
+  void split(Block* b, size_t rounded);
+  void return_to_pool(Block* b);
+  void process_events(bool wait);
+  void release_free_segments();
+  [[noreturn]] void throw_oom(size_t requested, size_t rounded, size_t seg);
+
+  RawMemory& raw_;
+  std::string label_;
+  mutable std::mutex mu_;
+  Pool small_, large_;
+  std::unordered_map<const void*, Block*> live_;
+  struct Pending {
+    RawMemory::EventId event;
+    Block* block;
+  };
+  std::vector<Pending> pending_;  // events guarding freed blocks used on other streams
+  CachingAllocatorStats stats_;
+};
+
+}  // namespace ignis::detail

@@ -1,0 +1,75 @@
+// Launch helpers shared by the CUDA kernel files: the grid for n elements, the offsets of an
+// ElementwisePlan's operands from a flat index (in 32- or 64-bit arithmetic), and the
+// stream a plan's kernels run on.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/iterator.h"
+#include "cuda/check.h"
+#include "cuda/context.h"
+
+namespace ignis::cuda::detail {
+
+using ignis::detail::ElementwisePlan;
+using ignis::detail::kMaxPlanDims;
+
+inline constexpr int kThreads = 256;
+
+/// Blocks for n work items at `per_thread` items per thread; kernels loop (grid-stride) over
+/// what a capped grid does not cover.
+inline unsigned grid_for(int64_t n, int per_thread = 1) {
+  const int64_t per_block = int64_t(kThreads) * per_thread;
+  const int64_t blocks = (n + per_block - 1) / per_block;
+  return unsigned(std::clamp<int64_t>(blocks, 1, int64_t(1) << 20));
+}
+
+/// Makes the plan's device current and returns its current stream.
+struct LaunchOn {
+  explicit LaunchOn(Device d) : guard(d.index), stream(current_cuda_stream(d.index)) {}
+  DeviceGuard guard;
+  cudaStream_t stream;
+};
+
+/// Element offsets of N operands at a flat (row-major) index of the plan, in index type I:
+/// int32_t when plan.fits_int32 (cheaper division on the GPU), else int64_t.
+template <class I, int N>
+struct Offsets {
+  int ndim = 0;
+  I sizes[kMaxPlanDims] = {};
+  I strides[N][kMaxPlanDims] = {};
+
+  __device__ __forceinline__ void at(I linear, I (&off)[N]) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {  // innermost dim last in the plan
+      const I i = linear % sizes[d];
+      linear /= sizes[d];
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += i * strides[k][d];
+    }
+  }
+};
+
+template <class I, int N>
+Offsets<I, N> make_offsets(const ElementwisePlan& p) {
+  Offsets<I, N> o;
+  o.ndim = p.ndim;
+  for (int d = 0; d < p.ndim; ++d) {
+    o.sizes[d] = I(p.sizes[d]);
+    for (int k = 0; k < N; ++k) o.strides[k][d] = I(p.strides[k][d]);
+  }
+  return o;
+}
+
+/// True when every operand's address is a multiple of `bytes` (the vectorised path).
+inline bool aligned(const ElementwisePlan& p, int bytes) {
+  for (int i = 0; i < p.noperands; ++i)
+    if (reinterpret_cast<uintptr_t>(p.data[i]) % uintptr_t(bytes) != 0) return false;
+  return true;
+}
+
+}  // namespace ignis::cuda::detail

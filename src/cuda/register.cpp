@@ -1,0 +1,28 @@
+// The CUDA backend's registration: the allocators, then one call per kernel family (as
+// src/cpu/register.cpp). A family without a line here raises NotImplementedError for cuda.
+namespace ignis::cuda::detail {
+void register_allocators();  // allocator.cpp: device caching + pinned host allocators
+void register_transfer();    // transfer.cpp: host <-> device <-> device copies
+void register_copy();        // copy.cu: converting copy, fill, where, arange/linspace
+void register_unary();       // unary.cu
+void register_binary();      // binary.cu
+void register_reduce();      // reduce.cu: every ReduceOp
+void register_softmax();     // softmax.cu
+void register_random();      // random.cu: uniform, normal, randint, bernoulli
+void register_gemm();        // gemm.cpp: cuBLASLt
+}  // namespace ignis::cuda::detail
+
+namespace ignis::detail {
+void register_cuda_kernels() {
+  using namespace ignis::cuda::detail;
+  register_allocators();
+  register_transfer();
+  register_copy();
+  register_unary();
+  register_binary();
+  register_reduce();
+  register_softmax();
+  register_random();
+  register_gemm();
+}
+}  // namespace ignis::detail

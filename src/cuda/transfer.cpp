@@ -1,0 +1,74 @@
+// Copies between the host and a device and between two devices (transfer_kernel), ordered
+// on the devices' current streams.
+//   host -> device: cudaMemcpyAsync on the device's stream. From pageable memory the runtime
+//     has copied the source out before it returns, so the host may reuse it at once; from
+//     pinned memory the copy is truly asynchronous, so the source block is recorded as used
+//     by the stream (the pinned cache reuses it only after the copy) and, unless
+//     non_blocking, the stream is synchronised.
+//   device -> host: synchronised (the caller reads the result next), except into pinned
+//     memory with non_blocking, where the caller must synchronise the stream itself.
+//   device -> device: the destination's stream waits for the source's work, copies, and the
+//     source's stream then waits for the copy (so the source's memory is not reused early).
+#include "core/dispatch.h"
+#include "core/tensor_impl.h"
+#include "cuda/check.h"
+#include "cuda/context.h"
+
+namespace ignis::cuda::detail {
+namespace {
+constexpr const char* kOp = "to(device)";
+
+void event_wait(cudaStream_t from, int from_device, cudaStream_t to) {
+  DeviceGuard guard(from_device);
+  cudaEvent_t e = nullptr;
+  IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), kOp);
+  IGNIS_CUDA_CHECK(cudaEventRecord(e, from), kOp);
+  IGNIS_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0), kOp);
+  IGNIS_CUDA_CHECK(cudaEventDestroy(e), kOp);  // released once the wait has happened
+}
+
+void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const size_t nbytes = size_t(src.numel()) * itemsize(src.dtype());
+  if (nbytes == 0) return;
+  void* d = dst.data_ptr();
+  const void* s = src.data_ptr();
+  const Device dd = dst.device(), sd = src.device();
+  if (dd.is_cuda() && sd.is_cpu()) {
+    require_device(dd.index, kOp);
+    DeviceGuard guard(dd.index);
+    cudaStream_t stream = current_cuda_stream(dd.index);
+    IGNIS_CUDA_CHECK(cudaMemcpyAsync(d, s, nbytes, cudaMemcpyHostToDevice, stream), kOp);
+    if (src.is_pinned()) {
+      record_storage_stream(src.impl()->storage->data, sd, true, stream);
+      if (!non_blocking) IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream), kOp);
+    }
+    return;
+  }
+  if (dd.is_cpu() && sd.is_cuda()) {
+    require_device(sd.index, kOp);
+    DeviceGuard guard(sd.index);
+    cudaStream_t stream = current_cuda_stream(sd.index);
+    IGNIS_CUDA_CHECK(cudaMemcpyAsync(d, s, nbytes, cudaMemcpyDeviceToHost, stream), kOp);
+    if (non_blocking && dst.is_pinned())
+      record_storage_stream(dst.impl()->storage->data, dd, true, stream);
+    else
+      IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream), kOp);
+    return;
+  }
+  // Two devices (the same device never comes here: copy_kernel handles it).
+  require_device(sd.index, kOp);
+  require_device(dd.index, kOp);
+  cudaStream_t src_stream = current_cuda_stream(sd.index);
+  cudaStream_t dst_stream = current_cuda_stream(dd.index);
+  event_wait(src_stream, sd.index, dst_stream);
+  {
+    DeviceGuard guard(dd.index);
+    IGNIS_CUDA_CHECK(cudaMemcpyPeerAsync(d, dd.index, s, sd.index, nbytes, dst_stream), kOp);
+  }
+  event_wait(dst_stream, dd.index, src_stream);
+}
+}  // namespace
+
+void register_transfer() { ignis::detail::transfer_kernel.set(DeviceType::CUDA, &transfer); }
+
+}  // namespace ignis::cuda::detail

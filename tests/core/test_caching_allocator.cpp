@@ -1,0 +1,248 @@
+// The device caching policy (Note [Device caching allocator]) driven by a fake device: fake
+// pointers from a counter, a capacity that makes allocations fail, and events that complete
+// only when the test says so. Every expected pointer, size and count follows from the rules
+// of the Note, worked out by hand in the comments.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/caching_allocator.h"
+#include "ignis/error.h"
+
+namespace {
+using ignis::detail::CachingAllocator;
+using ignis::detail::RawMemory;
+
+constexpr size_t KiB = 1024, MiB = 1024 * 1024;
+
+class FakeDevice final : public RawMemory {
+ public:
+  explicit FakeDevice(size_t capacity) : capacity_(capacity) {}
+  void* allocate(size_t n) override {
+    ++allocate_calls;
+    if (used + n > capacity_) return nullptr;
+    used += n;
+    const uintptr_t p = next_;
+    next_ += n + 4096;  // a gap, so segments are never adjacent by accident
+    sizes_[p] = n;
+    return reinterpret_cast<void*>(p);
+  }
+  void release(void* p, size_t n) override {
+    const auto it = sizes_.find(reinterpret_cast<uintptr_t>(p));
+    ASSERT_NE(it, sizes_.end()) << "release of an unknown segment";
+    EXPECT_EQ(it->second, n);
+    sizes_.erase(it);
+    used -= n;
+  }
+  size_t free_bytes() override { return capacity_ - used; }
+  EventId record_event(Stream s) override {
+    events[++last_event] = {s, false};
+    return last_event;
+  }
+  bool event_done(EventId e) override { return events.at(e).done; }
+  void wait_event(EventId e) override {
+    events.at(e).done = true;
+    ++waits;
+  }
+  void destroy_event(EventId e) override { events.erase(e); }
+  void complete_all() {
+    for (auto& [id, ev] : events) ev.done = true;
+  }
+
+  struct Event {
+    Stream stream;
+    bool done;
+  };
+  std::map<EventId, Event> events;
+  size_t used = 0;
+  int allocate_calls = 0;
+  int waits = 0;
+
+ private:
+  size_t capacity_;
+  uintptr_t next_ = 0x10000000;
+  EventId last_event = 0;
+  std::map<uintptr_t, size_t> sizes_;
+};
+
+char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+TEST(CachingAllocator, RoundsSizesAndChoosesSegments) {
+  EXPECT_EQ(CachingAllocator::round_size(0), 512u);
+  EXPECT_EQ(CachingAllocator::round_size(1), 512u);
+  EXPECT_EQ(CachingAllocator::round_size(512), 512u);
+  EXPECT_EQ(CachingAllocator::round_size(513), 1024u);
+  EXPECT_EQ(CachingAllocator::segment_size(512), 2 * MiB);             // small pool
+  EXPECT_EQ(CachingAllocator::segment_size(1 * MiB), 2 * MiB);         // still small
+  EXPECT_EQ(CachingAllocator::segment_size(1 * MiB + 512), 20 * MiB);  // large, < 10 MiB
+  EXPECT_EQ(CachingAllocator::segment_size(10 * MiB - 512), 20 * MiB);
+  EXPECT_EQ(CachingAllocator::segment_size(10 * MiB), 10 * MiB);  // rounded to 2 MiB
+  EXPECT_EQ(CachingAllocator::segment_size(11 * MiB + 512), 12 * MiB);
+}
+
+TEST(CachingAllocator, SplitsSmallSegmentsAndCoalescesOnFree) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* x = a.allocate(1000, 1);  // 1024-byte block from a new 2 MiB segment
+  void* y = a.allocate(3000, 1);  // 3072 bytes split from the rest of that segment
+  EXPECT_EQ(y, at(x, 1024));
+  EXPECT_EQ(a.block_size(x), 1024u);
+  EXPECT_EQ(a.block_size(y), 3072u);
+  auto s = a.stats();
+  EXPECT_EQ(s.raw_allocations, 1u);
+  EXPECT_EQ(s.reserved, 2 * MiB);
+  EXPECT_EQ(s.allocated, 4096u);
+  EXPECT_EQ(s.requested, 4000u);
+  EXPECT_EQ(s.cached_blocks, 1u);  // the rest: 2 MiB - 4 KiB
+
+  a.free(x);  // x's block cannot merge: y is live
+  EXPECT_EQ(a.stats().cached_blocks, 2u);
+  a.free(y);  // y merges with x before it and the rest after it: one whole segment again
+  s = a.stats();
+  EXPECT_EQ(s.cached_blocks, 1u);
+  EXPECT_EQ(s.allocated, 0u);
+  EXPECT_EQ(s.requested, 0u);
+  // The whole segment is reusable from its start, without a new raw allocation.
+  void* z = a.allocate(1 * MiB, 1);
+  EXPECT_EQ(z, x);
+  EXPECT_EQ(a.stats().raw_allocations, 1u);
+  a.empty_cache();  // z is live: its segment stays
+  EXPECT_EQ(a.stats().reserved, 2 * MiB);
+  a.free(z);
+  a.empty_cache();
+  s = a.stats();
+  EXPECT_EQ(s.reserved, 0u);
+  EXPECT_EQ(s.raw_releases, 1u);
+  EXPECT_EQ(dev.used, 0u);
+}
+
+TEST(CachingAllocator, LargeBlocksSplitOnlyWhenTheRestIsLarge) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* x = a.allocate(2 * MiB, 7);  // a 20 MiB segment: x + 18 MiB free
+  EXPECT_EQ(a.stats().reserved, 20 * MiB);
+  void* y = a.allocate(17 * MiB, 7);  // fits the 18 MiB rest; 1 MiB left is not split off
+  EXPECT_EQ(y, at(x, 2 * MiB));
+  EXPECT_EQ(a.block_size(y), 18 * MiB);
+  EXPECT_EQ(a.stats().raw_allocations, 1u);
+  void* w = a.allocate(12 * MiB, 7);  // >= 10 MiB: its own segment of exactly 12 MiB
+  EXPECT_EQ(a.block_size(w), 12 * MiB);
+  EXPECT_EQ(a.stats().reserved, 32 * MiB);
+  // Small and large pools never share: a small request gets a 2 MiB segment of its own.
+  a.free(y);
+  void* s = a.allocate(4 * KiB, 7);
+  EXPECT_EQ(a.stats().reserved, 34 * MiB);
+  EXPECT_NE(s, y);
+  a.free(x);
+  a.free(w);
+  a.free(s);
+}
+
+TEST(CachingAllocator, BlocksAreReusedOnlyOnTheirStream) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(64 * KiB, 1);
+  a.free(p);
+  void* q = a.allocate(64 * KiB, 2);  // stream 2 may not take stream 1's block
+  EXPECT_EQ(a.stats().raw_allocations, 2u);
+  EXPECT_NE(q, p);
+  void* r = a.allocate(64 * KiB, 1);  // stream 1 gets its block back
+  EXPECT_EQ(r, p);
+  a.free(q);
+  a.free(r);
+}
+
+TEST(CachingAllocator, CrossStreamFreeWaitsForTheOtherStreamsEvent) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(8 * KiB, 1);
+  a.record_stream(p, 2);  // a kernel on stream 2 reads p
+  a.record_stream(p, 1);  // its own stream: nothing to record
+  a.free(p);
+  ASSERT_EQ(dev.events.size(), 1u);  // one event, recorded on stream 2
+  EXPECT_EQ(dev.events.begin()->second.stream, 2u);
+  // While stream 2 may still read p, the same request is served from the rest of the segment.
+  void* q = a.allocate(8 * KiB, 1);
+  EXPECT_EQ(q, at(p, 8 * KiB));
+  a.free(q);
+  dev.complete_all();
+  // The next allocation sees the event done, returns p's block (merging it with the rest).
+  void* r = a.allocate(8 * KiB, 1);
+  EXPECT_EQ(r, p);
+  EXPECT_TRUE(dev.events.empty());  // destroyed once done
+  EXPECT_EQ(a.stats().cached_blocks, 1u);
+  a.free(r);
+  EXPECT_EQ(a.stats().raw_allocations, 1u);
+}
+
+TEST(CachingAllocator, EmptyCacheWaitsForPendingFrees) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(8 * KiB, 1);
+  a.record_stream(p, 3);
+  a.free(p);
+  a.empty_cache();
+  EXPECT_EQ(dev.waits, 1);
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(dev.used, 0u);
+}
+
+TEST(CachingAllocator, OutOfMemoryReleasesTheCacheRetriesThenThrows) {
+  FakeDevice dev(30 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* x = a.allocate(12 * MiB, 1);  // a 12 MiB segment
+  a.free(x);                          // cached
+  // A 20 MiB segment does not fit beside the cached 12 MiB (32 > 30): the cache is released
+  // and the allocation retried.
+  void* y = a.allocate(20 * MiB, 1);
+  auto s = a.stats();
+  EXPECT_EQ(s.retries, 1u);
+  EXPECT_EQ(s.raw_releases, 1u);
+  EXPECT_EQ(s.reserved, 20 * MiB);
+  EXPECT_EQ(dev.allocate_calls, 3);
+  // 12 MiB more cannot fit even with nothing cached: OutOfMemoryError with the numbers.
+  try {
+    a.allocate(12 * MiB, 1);
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const ignis::OutOfMemoryError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("[fake allocator] out of memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tried to allocate 12582912 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("10485760 bytes free"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("20971520 bytes allocated and 20971520 bytes reserved"), std::string::npos)
+        << msg;
+  }
+  s = a.stats();
+  EXPECT_EQ(s.ooms, 1u);
+  EXPECT_EQ(s.retries, 2u);
+  EXPECT_EQ(s.allocated, 20 * MiB);  // the failure changed nothing
+  a.free(y);
+}
+
+TEST(CachingAllocator, PeakStatsAndReset) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* x = a.allocate(4 * KiB, 1);
+  void* y = a.allocate(16 * KiB, 1);
+  a.free(y);
+  auto s = a.stats();
+  EXPECT_EQ(s.allocated, 4 * KiB);
+  EXPECT_EQ(s.peak_allocated, 20 * KiB);
+  EXPECT_EQ(s.peak_reserved, 2 * MiB);
+  a.reset_peak();
+  EXPECT_EQ(a.stats().peak_allocated, 4 * KiB);
+  a.free(x);
+  EXPECT_EQ(a.stats().peak_allocated, 4 * KiB);
+}
+
+TEST(CachingAllocator, RejectsUnknownPointers) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* x = a.allocate(1, 1);
+  a.free(x);
+  EXPECT_THROW(a.free(x), ignis::ValueError);  // double free
+  EXPECT_THROW(a.record_stream(x, 2), ignis::ValueError);
+  a.free(nullptr);  // a no-op, as free(NULL)
+}
+
+}  // namespace
