@@ -227,6 +227,7 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device) {
 struct StepResult {
   ig::Tensor loss_sum, correct;  ///< summed over the batch's samples, detached
   bool finite = true;            ///< the loss and every gradient are finite
+  bool loss_finite = true;
   std::string bad_param;         ///< with --detect-anomaly: first non-finite gradient
 };
 
@@ -251,7 +252,7 @@ StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const
     r.correct = r.correct.defined() ? r.correct + c : c;
   }
   ig::NoGradGuard no_grad;
-  r.finite = std::isfinite(r.loss_sum.item<double>());
+  r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
   if (r.finite || o.detect_anomaly) {
     for (const auto& [name, p] : model.named_parameters()) {
       const ig::Tensor& g = p.grad();
@@ -461,8 +462,9 @@ int run_train(TrainOptions o) {
       ++step;
       if (!r.finite && o.on_nonfinite == "stop")
         throw UsageError(fmt::format(
-            "non-finite loss or gradient at epoch {} step {}{}; lower --lr, or pass "
-            "--on-nonfinite skip to skip such steps",
+            "non-finite {} at epoch {} step {}{}; lower --lr, or pass --on-nonfinite skip to "
+            "skip such steps",
+            r.loss_finite ? "gradient" : "loss",
             epoch,
             step,
             r.bad_param.empty() ? "" : fmt::format(" (first non-finite gradient: {})", r.bad_param)));

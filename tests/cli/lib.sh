@@ -1,6 +1,10 @@
 # Helpers for the CLI test scripts (sourced by bash scripts). Waiting is always on a condition
 # (a file, a line of output, a process exit) with a bounded timeout, never a fixed sleep.
 
+# Scripts run with `set -e`: say which command failed instead of exiting silently.
+set -o errtrace
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND (status $?)"' ERR
+
 # wait_until SECONDS COMMAND...: polls COMMAND every 10 ms until it succeeds; fails after SECONDS.
 wait_until() {
   local limit=$1

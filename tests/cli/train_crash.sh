@@ -24,6 +24,7 @@ position() {  # the checkpoint's "epoch step", or "-1 0" without one
   if [ -e run/checkpoint.safetensors ]; then python3 "$tool" state run/checkpoint.safetensors; else echo "-1 0"; fi
 }
 start() {  # starts the run (fresh, or resumed when a checkpoint exists) in the background
+  rm -f out.txt err.txt  # a kill before the redirections must not leave the last cycle's
   if [ -e run/checkpoint.safetensors ]; then
     "$bin" train --resume run --checkpoint-every 3 >out.txt 2>err.txt &
   else
@@ -48,7 +49,7 @@ for cycle in $(seq 1 18); do
   if [ $((cycle % 3)) -eq 0 ]; then
     export IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause
     start
-    for _ in $(seq 1 $((RANDOM % 3))); do wait_until 120 test -e pause && rm pause; done
+    for _ in $(seq 1 $((RANDOM % 3))); do { wait_until 120 test -e pause; rm pause; }; done
     wait_until 120 test -e pause
     how="during a checkpoint write"
   else

@@ -17,7 +17,7 @@ flags=(--data synthetic --limit 384 --epochs 3 --model mlp)
 # A run stopped while writing its second checkpoint: checkpoint.safetensors holds epoch 1.
 IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause "$bin" train "${flags[@]}" --out run >/dev/null &
 pid=$!
-wait_until 120 test -e pause && rm pause
+{ wait_until 120 test -e pause; rm pause; }
 wait_until 120 test -e pause
 kill -KILL $pid
 wait $pid 2>/dev/null || true

@@ -40,7 +40,7 @@ grep -q "early stop: no better validation accuracy for 2 epochs (best epoch $bes
 # The weights after epoch $best: stop a third run while it writes checkpoint $best + 1.
 IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause "$bin" train "${flags[@]}" --out probe >/dev/null &
 pid=$!
-for _ in $(seq 1 "$best"); do wait_until 120 test -e pause && rm pause; done
+for _ in $(seq 1 "$best"); do { wait_until 120 test -e pause; rm pause; }; done
 wait_until 120 test -e pause
 kill -KILL $pid
 wait $pid 2>/dev/null || true

@@ -18,7 +18,7 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 kill_at_second_checkpoint() {
   IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause "$bin" train "$@" >/dev/null &
   local pid=$!
-  wait_until 120 test -e pause && rm pause
+  { wait_until 120 test -e pause; rm pause; }
   wait_until 120 test -e pause
   kill -KILL $pid
   wait $pid || true
