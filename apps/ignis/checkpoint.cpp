@@ -99,7 +99,8 @@ void save_checkpoint(
   for (const auto& [i, st] : osd.state)
     for (const auto& [name, v] : st) t.insert(fmt::format("optimizer/{}/{}", i, name), v);
   json groups = json::array();
-  for (const auto& g : osd.param_groups) groups.push_back({{"options", g.options}, {"params", g.params}});
+  for (const auto& g : osd.param_groups)
+    groups.push_back({{"options", g.options}, {"params", g.params}});
   if (s.step > 0 && s.loss_sum.defined()) {
     t.insert("epoch/loss_sum", s.loss_sum);
     t.insert("epoch/correct_sum", s.correct_sum);
@@ -115,7 +116,8 @@ void save_checkpoint(
     ig::save(t, next, meta);
     pause_for_test();
     if (::rename(next.c_str(), path.c_str()) != 0)
-      throw ig::IOError(fmt::format("cannot rename '{}' to '{}': {}", next, path, std::strerror(errno)));
+      throw ig::IOError(
+          fmt::format("cannot rename '{}' to '{}': {}", next, path, std::strerror(errno)));
     fsync_directory(path);
   } catch (const ig::Error& e) {
     throw UsageError(fmt::format(
@@ -158,7 +160,8 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& run_dir) 
     c.config = json::parse(meta("config"));
     for (const auto& g : json::parse(meta("optimizer")))
       c.optimizer.param_groups.push_back(
-          {g.at("options").get<ig::optim::GroupOptions>(), g.at("params").get<std::vector<int64_t>>()});
+          {g.at("options").get<ig::optim::GroupOptions>(),
+           g.at("params").get<std::vector<int64_t>>()});
     for (const auto& [key, v] : f.tensors) {
       const auto slash = key.find('/');
       const std::string kind = key.substr(0, slash), rest = key.substr(slash + 1);

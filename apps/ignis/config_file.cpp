@@ -5,12 +5,12 @@
 #include "config_file.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <toml++/toml.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -21,8 +21,15 @@ namespace {
 
 // config.json records these for the reader; they describe the run, they are not options.
 const std::set<std::string> kRecordedOnly = {
-    "classes", "mean", "std", "train-size", "val-size", "test-size", "parameters",
-    "ignis-version", "started-at"};
+    "classes",
+    "mean",
+    "std",
+    "train-size",
+    "val-size",
+    "test-size",
+    "parameters",
+    "ignis-version",
+    "started-at"};
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw UsageError(fmt::format("--config {}: {}", path, what));
@@ -154,7 +161,9 @@ void apply_config_sources(const CLI::App& train, TrainOptions& o, AddTrainOption
         o.resume));
   if (!o.out.empty() && fs::path(o.out).lexically_normal() != fs::path(o.resume).lexically_normal())
     throw UsageError(fmt::format(
-        "--resume {} with --out {}: a resumed run stays in its directory; drop --out", o.resume, o.out));
+        "--resume {} with --out {}: a resumed run stays in its directory; drop --out",
+        o.resume,
+        o.out));
   // "out" is where the run was started from; the directory may have moved since.
   apply_file(cfg, train, o, add, {"out"});
   o.out = o.resume;

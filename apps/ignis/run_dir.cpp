@@ -57,7 +57,8 @@ RunDir::RunDir(std::string path, const json& config, bool resume) : path_(std::m
           "flags that differ, or start a new run with another --out",
           path_,
           diff));
-    for (const char* f : {"config.json", "metrics.jsonl", "model.safetensors", "checkpoint.safetensors"})
+    for (const char* f :
+         {"config.json", "metrics.jsonl", "model.safetensors", "checkpoint.safetensors"})
       remove_checkpoint_leftovers(file(f));
     return;
   }
@@ -73,8 +74,9 @@ RunDir::RunDir(std::string path, const json& config, bool resume) : path_(std::m
           "choose a new --out",
           path_,
           path_));
-  } else if (fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "model.safetensors") ||
-             fs::exists(dir / "checkpoint.safetensors")) {
+  } else if (
+      fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "model.safetensors") ||
+      fs::exists(dir / "checkpoint.safetensors")) {
     throw UsageError(fmt::format(
         "--out {}: the directory already holds run files without a config.json; choose a new "
         "--out or remove that directory",

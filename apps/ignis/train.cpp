@@ -228,7 +228,7 @@ struct StepResult {
   ig::Tensor loss_sum, correct;  ///< summed over the batch's samples, detached
   bool finite = true;            ///< the loss and every gradient are finite
   bool loss_finite = true;
-  std::string bad_param;         ///< with --detect-anomaly: first non-finite gradient
+  std::string bad_param;  ///< with --detect-anomaly: first non-finite gradient
 };
 
 StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const TrainOptions& o) {
@@ -450,7 +450,7 @@ int run_train(TrainOptions o) {
     const auto epoch_start = Clock::now();
     auto window_start = epoch_start;
     int64_t window_samples = 0, step = 0;
-    const int64_t done = st.step;  // steps this epoch already took before a resume
+    const int64_t done = st.step;       // steps this epoch already took before a resume
     train_loader.set_epoch(epoch - 1);  // the shuffle and augmentation of this epoch
     for (auto& batch : train_loader) {
       if (step < done) {  // replayed only to reach the resume point
@@ -467,7 +467,8 @@ int run_train(TrainOptions o) {
             r.loss_finite ? "gradient" : "loss",
             epoch,
             step,
-            r.bad_param.empty() ? "" : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
+            r.bad_param.empty() ? ""
+                                : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
       if (r.finite) {
         optimizer->step();
         st.loss_sum = st.loss_sum.defined() ? st.loss_sum + r.loss_sum : r.loss_sum;
