@@ -252,14 +252,20 @@ StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const
     r.correct = r.correct.defined() ? r.correct + c : c;
   }
   ig::NoGradGuard no_grad;
-  r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
-  if (r.finite || o.detect_anomaly) {
+  // One flag per gradient, combined on the device: a single read per step, not one per
+  // parameter (each read waits for a GPU).
+  ig::Tensor grads_ok = ig::isfinite(r.loss_sum);
+  for (const auto& p : model.parameters())
+    if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
+  r.finite = grads_ok.item<double>() != 0;
+  r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
+  if (!r.finite && o.detect_anomaly) {
     for (const auto& [name, p] : model.named_parameters()) {
       const ig::Tensor& g = p.grad();
-      if (!g.defined() || ig::all(ig::isfinite(g)).item<double>() != 0) continue;
-      r.finite = false;
-      if (o.detect_anomaly) r.bad_param = name;
-      break;
+      if (g.defined() && ig::all(ig::isfinite(g)).item<double>() == 0) {
+        r.bad_param = name;
+        break;
+      }
     }
   }
   return r;
