@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string>
 
+#include "config_file.h"
 #include "options.h"
 
 namespace {
@@ -74,7 +75,12 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "set and holds out 10% of the training set for validation")
       ->capture_default_str();
   train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
-  train.add_option("--batch-size", o.batch_size, "Batch size")
+  train
+      .add_option(
+          "--batch-size",
+          o.batch_size,
+          "Samples per optimizer step; with --accumulate N each step adds the gradients of N "
+          "micro-batches of batch-size/N, so the sample order and the step stay the same")
       ->check(kPositiveInt)
       ->capture_default_str();
   train.add_option("--optimizer", o.optimizer, "sgd, adam, adamw, rmsprop")
@@ -136,6 +142,52 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "Use only the first N samples of the pooled data set (quick runs, tests); "
           "with --split official, the first N of each file")
       ->check(kPositiveInt);
+  train
+      .add_option(
+          "--accumulate",
+          o.accumulate,
+          "Gradient accumulation: split each batch into N micro-batches (N must divide "
+          "--batch-size)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  train
+      .add_option(
+          "--early-stop",
+          o.early_stop,
+          "Stop after N epochs without a better validation accuracy (0: off); the best epoch "
+          "is still the one saved and tested")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+  train
+      .add_option(
+          "--on-nonfinite",
+          o.on_nonfinite,
+          "A NaN/Inf loss or gradient: stop (exit 2 naming the epoch and step) or skip that "
+          "optimizer step (counted in metrics.jsonl)")
+      ->check(CLI::IsMember({"stop", "skip"}))
+      ->capture_default_str();
+  train.add_flag(
+      "--detect-anomaly",
+      o.detect_anomaly,
+      "With a non-finite gradient, also name the first parameter (in registration order) "
+      "whose gradient is NaN/Inf");
+  train
+      .add_option(
+          "--checkpoint-every",
+          o.checkpoint_every,
+          "Also write the checkpoint every N optimizer steps (0: only after each epoch)")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+  train.add_option(
+      "--config",
+      o.config,
+      "JSON or TOML file of options (keys are the long options: {\"epochs\": 3}); flags on "
+      "the command line override it. A run's config.json repeats that run");
+  train.add_option(
+      "--resume",
+      o.resume,
+      "Continue the interrupted run in DIR from its checkpoint.safetensors (its options come "
+      "from DIR/config.json; flags that differ are refused)");
 }
 
 }  // namespace
@@ -167,7 +219,10 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (train->parsed()) return ignis_cli::run_train(train_opts);
+    if (train->parsed()) {
+      ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
+      return ignis_cli::run_train(train_opts);
+    }
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());

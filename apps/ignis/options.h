@@ -38,8 +38,15 @@ struct TrainOptions {
   std::string device = "auto";
   int workers = 0;
   uint64_t seed = 0;
-  std::string out;    ///< "" = runs/<model>-<data>-<timestamp>
-  int64_t limit = 0;  ///< 0 = all samples
+  std::string out;         ///< "" = runs/<model>-<data>-<timestamp>
+  int64_t limit = 0;       ///< 0 = all samples
+  int64_t accumulate = 1;  ///< micro-batches per optimizer step (--batch-size is split N ways)
+  int64_t early_stop = 0;  ///< 0 = off; else stop after N epochs without a better validation
+  std::string on_nonfinite = "stop";  ///< "stop" or "skip" a step with a NaN/Inf loss or grad
+  bool detect_anomaly = false;        ///< name the first parameter with a non-finite gradient
+  int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps
+  std::string config;                 ///< --config FILE (already applied when run_train starts)
+  std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint
 };
 
 /// Runs `ignis train`; returns the exit status.
