@@ -23,6 +23,7 @@
 #include "model_setup.h"
 #include "options.h"
 #include "report.h"
+#include "report_html.h"
 #include "run_dir.h"
 #include "train_data.h"
 
@@ -331,6 +332,7 @@ int run_train(TrainOptions o) {
 
   ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
   fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
+  fmt::print("report  {}\n", write_html_report(run.path()));
   fmt::print("done in {:.1f}s\n", seconds_since(run_start));
   return 0;
 }
