@@ -164,6 +164,21 @@ void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
       ->capture_default_str();
 }
 
+void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
+  bench.add_option("--model", o.models, "Models, comma-separated: mlp, cnn, resnet18")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet18"}))
+      ->capture_default_str();
+  bench.add_option("--batch-sizes", o.batch_sizes, "Batch sizes, comma-separated")
+      ->delimiter(',')
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  bench.add_option("--seconds", o.seconds, "Minimum timed seconds per measurement")
+      ->check(kPositive)
+      ->capture_default_str();
+  bench.add_option("--row", o.row)->group("");  // internal: one row in a child process
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +192,10 @@ int main(int argc, char** argv) {
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate a run's (or a weights file's) model on the test, validation or train part");
   add_eval_options(*eval, eval_opts);
+  ignis_cli::BenchOptions bench_opts;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Training and inference throughput on the CPU and each GPU, with TFLOP/s");
+  add_bench_options(*bench, bench_opts);
   CLI::App* devices = app.add_subcommand("devices", "Show the CPU and the CUDA devices");
 
   // An unknown first word would otherwise read "A subcommand is required", which hides the typo.
@@ -206,6 +225,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return ignis_cli::run_train(train_opts);
     if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
+    if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());

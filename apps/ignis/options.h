@@ -58,10 +58,20 @@ struct EvalOptions {
   int workers = 0;
 };
 
+/// `ignis bench`.
+struct BenchOptions {
+  std::vector<std::string> models{"mlp", "cnn"};
+  std::vector<int64_t> batch_sizes{32, 256};
+  double seconds = 1.0;  ///< minimum timed duration of each measurement
+  std::string row;       ///< internal: "device,model,batch" measured in this process
+};
+
 /// Runs `ignis train`; returns the exit status.
 int run_train(TrainOptions options);
 /// Runs `ignis eval`.
 int run_eval(const EvalOptions& options);
+/// Runs `ignis bench`.
+int run_bench(const BenchOptions& options);
 /// Runs `ignis devices`.
 int run_devices();
 
