@@ -3,7 +3,7 @@
 //   - a bad flag, value or combination prints one line "ignis: error: <what and how to fix>"
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
-//     same way, with its "[component]" message, and also exits 2.
+//     same way, with its "[component]" message, and also exits 2; so is any other exception.
 // The work is in train.cpp (train), eval.cpp (eval), bench.cpp (bench) and devices.cpp
 // (devices).
 #include <fmt/format.h>
@@ -230,6 +230,9 @@ int main(int argc, char** argv) {
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());
   } catch (const ignis::Error& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    // Anything else (a malformed JSON file, a full disk) still gets one line, not an abort.
     return fail(e.what());
   }
   return 0;

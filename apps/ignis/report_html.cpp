@@ -144,13 +144,22 @@ std::string write_html_report(const std::string& run_dir) {
   namespace fs = std::filesystem;
   const fs::path dir(run_dir);
   json config;
-  std::ifstream(dir / "config.json") >> config;
   std::vector<json> records;
-  std::ifstream log(dir / "metrics.jsonl");
-  for (std::string line; std::getline(log, line);)
-    if (!line.empty()) records.push_back(json::parse(line));
+  try {
+    std::ifstream(dir / "config.json") >> config;
+    std::ifstream log(dir / "metrics.jsonl");
+    for (std::string line; std::getline(log, line);)
+      if (!line.empty()) records.push_back(json::parse(line));
+  } catch (const json::exception& e) {
+    throw UsageError(fmt::format(
+        "{}: config.json or metrics.jsonl is not valid JSON ({}); was the run directory edited?",
+        run_dir, e.what()));
+  }
   const fs::path out = dir / "report.html";
-  std::ofstream(out) << render_html_report(config, records);
+  std::ofstream file(out);
+  file << render_html_report(config, records);
+  if (!file.flush())
+    throw UsageError(fmt::format("{}: cannot write report.html; check the disk", run_dir));
   return out.string();
 }
 
