@@ -6,25 +6,25 @@
 #include <ignis/metrics.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 namespace ig = ignis;
 namespace F = ignis::nn::functional;
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc % 2 != 0) {
+  // --limit N uses only the first N pooled images (quick runs, tests); 0 = all.
+  std::map<std::string, std::string> opt{
+      {"--epochs", "15"}, {"--limit", "0"}, {"--out", "resnet18_cifar10.safetensors"}};
+  bool ok = argc >= 2 && argc % 2 == 0;
+  for (int i = 2; ok && i < argc; i += 2)
+    if ((ok = opt.count(argv[i]) > 0)) opt[argv[i]] = argv[i + 1];
+  if (!ok) {
     std::fprintf(stderr, "usage: %s CIFAR10_DIR [--epochs N] [--limit N] [--out FILE]\n", argv[0]);
     return 2;
   }
-  std::string dir = argv[1], out = "resnet18_cifar10.safetensors";
-  int64_t epochs = 15, limit = 0;  // limit: use only the first N pooled images (quick runs)
-  for (int i = 2; i < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--epochs") epochs = std::stoll(value);
-    else if (flag == "--limit") limit = std::stoll(value);
-    else if (flag == "--out") out = value;
-    else return std::fprintf(stderr, "unknown option %s\n", flag.c_str()), 2;
-  }
+  const std::string dir = argv[1], out = opt["--out"];
+  const int64_t epochs = std::stoll(opt["--epochs"]), limit = std::stoll(opt["--limit"]);
 
   // The 50,000 training and 10,000 test images pooled, then split 70/10/20 from seed 0.
   ig::data::LabeledImages pool = ig::data::cifar10(dir, true), test = ig::data::cifar10(dir, false);
