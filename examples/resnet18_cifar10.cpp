@@ -14,17 +14,17 @@ namespace F = ignis::nn::functional;
 
 int main(int argc, char** argv) {
   // --limit N uses only the first N pooled images (quick runs, tests); 0 = all.
-  std::map<std::string, std::string> opt{
+  std::map<std::string, std::string> args{
       {"--epochs", "15"}, {"--limit", "0"}, {"--out", "resnet18_cifar10.safetensors"}};
   bool ok = argc >= 2 && argc % 2 == 0;
   for (int i = 2; ok && i < argc; i += 2)
-    if ((ok = opt.count(argv[i]) > 0)) opt[argv[i]] = argv[i + 1];
+    if ((ok = args.count(argv[i]) > 0)) args[argv[i]] = argv[i + 1];
   if (!ok) {
     std::fprintf(stderr, "usage: %s CIFAR10_DIR [--epochs N] [--limit N] [--out FILE]\n", argv[0]);
     return 2;
   }
-  const std::string dir = argv[1], out = opt["--out"];
-  const int64_t epochs = std::stoll(opt["--epochs"]), limit = std::stoll(opt["--limit"]);
+  const std::string dir = argv[1], out = args["--out"];
+  const int64_t epochs = std::stoll(args["--epochs"]), limit = std::stoll(args["--limit"]);
 
   // The 50,000 training and 10,000 test images pooled, then split 70/10/20 from seed 0.
   ig::data::LabeledImages pool = ig::data::cifar10(dir, true), test = ig::data::cifar10(dir, false);
