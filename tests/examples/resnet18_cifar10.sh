@@ -7,20 +7,12 @@
 # Usage: resnet18_cifar10.sh EXAMPLE IGNIS WORK
 set -eu
 example=$1 bin=$2 work=$3
-rm -rf "$work" && mkdir -p "$work/cifar" && cd "$work"
-python3 - <<'PY'
-import random
-random.seed(0)
-names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-open("cifar/batches.meta.txt", "w").write("\n".join(names) + "\n\n")
-for f in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-    with open(f"cifar/{f}.bin", "wb") as out:
-        for _ in range(32):
-            out.write(bytes([random.randrange(10)]) + random.randbytes(3072))
-PY
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+python3 "$here/../cli/make_cifar10.py" cifar 32
 "$example" cifar --epochs 1 --limit 160 --out model.safetensors >out.txt
 cat out.txt
-grep -Eq '^epoch 1  train loss [0-9.]+  val accuracy [0-9.]+ \(cpu|cuda' out.txt
+grep -Eq '^epoch 1  train loss [0-9.]+  val accuracy [0-9.]+ \((cpu|cuda)' out.txt
 grep -Eq '^test accuracy [0-9.]+  macro precision [0-9.]+  macro recall [0-9.]+$' out.txt
 for name in airplane truck 'macro avg' 'confusion matrix'; do
   grep -q "$name" out.txt || { echo "FAIL: report lacks '$name'"; exit 1; }
