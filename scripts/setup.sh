@@ -11,6 +11,8 @@ packages=(
   libtomlplusplus-dev
   # tests and benchmarks
   libgtest-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libjemalloc2
+  # the report.html browser test (headless)
+  chromium
   # real data (Fashion-MNIST under /usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
 )

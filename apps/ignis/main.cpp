@@ -3,8 +3,9 @@
 //   - a bad flag, value or combination prints one line "ignis: error: <what and how to fix>"
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
-//     same way, with its "[component]" message, and also exits 2.
-// The work is in train.cpp (train) and devices.cpp (devices).
+//     same way, with its "[component]" message, and also exits 2; so is any other exception.
+// The work is in train.cpp (train), eval.cpp (eval), bench.cpp (bench) and devices.cpp
+// (devices).
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 
@@ -190,6 +191,46 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       "from DIR/config.json; flags that differ are refused)");
 }
 
+void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
+  eval.add_option("--run", o.run, "Run directory of 'ignis train' (config.json, model.safetensors)");
+  eval.add_option("--weights", o.weights, "A safetensors file of weights (instead of --run)");
+  eval.add_option("--model", o.model, "With --weights: mlp, cnn, resnet18, resnet34, resnet50")
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
+  eval.add_option("--data", o.data, "With --weights: fashion-mnist, mnist, cifar10, cifar100, synthetic")
+      ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"}));
+  eval.add_option("--data-dir", o.data_dir, "With --weights: directory of the data set's files");
+  eval.add_option("--part", o.part, "Part of the split to evaluate: test, val or train")
+      ->check(CLI::IsMember({"test", "val", "train"}))
+      ->capture_default_str();
+  eval.add_option("--split", o.split, "With --weights: train,validation,test fractions or official")
+      ->capture_default_str();
+  eval.add_option("--seed", o.seed, "With --weights: seed of the split")->capture_default_str();
+  eval.add_option("--limit", o.limit, "With --weights: first N samples of the pool")
+      ->check(kPositiveInt);
+  eval.add_option("--batch-size", o.batch_size, "With --weights: training batch size (evaluation uses 2x)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  eval.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  eval.add_option("--workers", o.workers, "Data loader worker threads")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+}
+
+void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
+  bench.add_option("--model", o.models, "Models, comma-separated: mlp, cnn, resnet18")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet18"}))
+      ->capture_default_str();
+  bench.add_option("--batch-sizes", o.batch_sizes, "Batch sizes, comma-separated")
+      ->delimiter(',')
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  bench.add_option("--seconds", o.seconds, "Minimum timed seconds per measurement")
+      ->check(kPositive)
+      ->capture_default_str();
+  bench.add_option("--row", o.row)->group("");  // internal: one row in a child process
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,12 +240,25 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand(
       "train", "Train a model, evaluate its best epoch on the test set, save it");
   add_train_options(*train, train_opts);
+  ignis_cli::EvalOptions eval_opts;
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Evaluate a run's (or a weights file's) model on the test, validation or train part");
+  add_eval_options(*eval, eval_opts);
+  ignis_cli::BenchOptions bench_opts;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Training and inference throughput on the CPU and each GPU, with TFLOP/s");
+  add_bench_options(*bench, bench_opts);
   CLI::App* devices = app.add_subcommand("devices", "Show the CPU and the CUDA devices");
 
   // An unknown first word would otherwise read "A subcommand is required", which hides the typo.
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train" &&
-      std::string(argv[1]) != "devices")
-    return fail(fmt::format("unknown command '{}'; use 'ignis train' or 'ignis devices'", argv[1]));
+  auto known = [&](const std::string& word) {
+    for (const CLI::App* c : app.get_subcommands({}))
+      if (c->get_name() == word) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
+    return fail(fmt::format(
+        "unknown command '{}'; use 'ignis train', 'eval', 'bench' or 'devices'", argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -214,7 +268,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    const char* sub = train->parsed() ? "ignis train --help" : "ignis --help";
+    std::string sub = "ignis --help";
+    for (CLI::App* c : app.get_subcommands({}))
+      if (c->parsed()) sub = fmt::format("ignis {} --help", c->get_name());
     return fail(fmt::format("{}; see '{}'", what, sub));
   }
 
@@ -223,10 +279,15 @@ int main(int argc, char** argv) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
       return ignis_cli::run_train(train_opts);
     }
+    if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
+    if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());
   } catch (const ignis::Error& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    // Anything else (a malformed JSON file, a full disk) still gets one line, not an abort.
     return fail(e.what());
   }
   return 0;

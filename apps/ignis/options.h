@@ -49,8 +49,36 @@ struct TrainOptions {
   std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint
 };
 
+/// `ignis eval`: a finished run (--run DIR) or a weights file with the model and data named.
+struct EvalOptions {
+  std::string run;      ///< run directory of `ignis train` ("" = use weights)
+  std::string weights;  ///< safetensors file
+  std::string model;    ///< with --weights ("" = the file's "model" metadata)
+  std::string data;     ///< with --weights ("" = the file's "data" metadata)
+  std::string data_dir;
+  std::string part = "test";  ///< test, val or train
+  std::string split = "0.7,0.1,0.2";
+  uint64_t seed = 0;
+  int64_t limit = 0;
+  int64_t batch_size = 128;  ///< evaluation uses twice this, as training does
+  std::string device = "auto";
+  int workers = 0;
+};
+
+/// `ignis bench`.
+struct BenchOptions {
+  std::vector<std::string> models{"mlp", "cnn"};
+  std::vector<int64_t> batch_sizes{32, 256};
+  double seconds = 1.0;  ///< minimum timed duration of each measurement
+  std::string row;       ///< internal: "device,model,batch" measured in this process
+};
+
 /// Runs `ignis train`; returns the exit status.
 int run_train(TrainOptions options);
+/// Runs `ignis eval`.
+int run_eval(const EvalOptions& options);
+/// Runs `ignis bench`.
+int run_bench(const BenchOptions& options);
 /// Runs `ignis devices`.
 int run_devices();
 

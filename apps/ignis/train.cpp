@@ -1,8 +1,9 @@
 // `ignis train`: resolves the recipe, builds the model, optimizer, schedule and loaders,
 // trains with periodic progress, keeps the best epoch by validation accuracy, evaluates it on
 // the test set and writes the run directory. Data reading and splitting are in
-// train_data.cpp, the metrics tables in report.cpp, the run directory in run_dir.cpp, the
-// checkpoint (resume, SIGINT/SIGTERM) in checkpoint.cpp, --config in config_file.cpp.
+// train_data.cpp, the device and model in model_setup.cpp, evaluation in evaluate.cpp, the
+// metrics tables in report.cpp, the run directory in run_dir.cpp, the checkpoint (resume,
+// SIGINT/SIGTERM) in checkpoint.cpp, --config in config_file.cpp.
 //
 // Default recipe (no flags, CPU): SmallCNN on Fashion-MNIST, 8 epochs, batch 128, SGD with
 // Nesterov momentum 0.9, weight decay 5e-4, one-cycle lr peaking at 0.05 — chosen to finish
@@ -21,8 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.h"
+#include "evaluate.h"
+#include "model_setup.h"
 #include "options.h"
 #include "report.h"
+#include "report_html.h"
 #include "run_dir.h"
 #include "train_data.h"
 
@@ -35,67 +39,6 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// --device: auto picks CUDA when a device is usable; the reason is printed with the choice.
-ig::Device resolve_device(const std::string& spec, std::string& why) {
-  if (spec == "auto") {
-    if (ig::cuda::is_available()) {
-      why = fmt::format("auto: CUDA is available ({} device(s))", ig::cuda::device_count());
-      return ig::Device::cuda(0);
-    }
-    why = ig::cuda::is_built() ? "auto: built with CUDA but no usable GPU was found"
-                               : "auto: this build has no CUDA backend";
-    return ig::Device::cpu();
-  }
-  ig::Device d;
-  try {
-    d = ig::Device(spec);
-  } catch (const ig::Error&) {
-    throw UsageError(
-        fmt::format("--device '{}': not a device; use auto, cpu, cuda or cuda:N", spec));
-  }
-  if (d.is_cuda()) {
-    if (!ig::cuda::is_available())
-      throw UsageError(fmt::format(
-          "--device {}: CUDA is not available on this machine or in "
-          "this build; use --device cpu (or auto)",
-          spec));
-    if (d.index >= ig::cuda::device_count())
-      throw UsageError(fmt::format(
-          "--device {}: only {} CUDA device(s) (cuda:0 .. cuda:{})",
-          spec,
-          ig::cuda::device_count(),
-          ig::cuda::device_count() - 1));
-  }
-  why = "requested with --device";
-  return d;
-}
-
-std::unique_ptr<ig::nn::Module> make_model(const std::string& name, const TrainData& d) {
-  const int64_t classes = int64_t(d.classes.size());
-  if (name == "mlp")
-    return std::make_unique<ig::models::MLP>(
-        ig::models::MLPConfig{d.channels * d.height * d.width, 512, classes});
-  if (name == "cnn") {
-    if (d.height != d.width || d.height % 4 != 0)
-      throw UsageError(fmt::format(
-          "--model cnn needs square images with a side divisible by 4, "
-          "not {}x{}; use --model mlp or a resnet",
-          d.height,
-          d.width));
-    return std::make_unique<ig::models::SmallCNN>(
-        ig::models::SmallCNNConfig{d.channels, classes, d.height});
-  }
-  // Small images get the CIFAR stem (3x3 conv, no max-pool) so 28x28 and 32x32 inputs keep
-  // enough resolution through four stages; in_channels follows the data (1 for MNIST).
-  ig::models::ResNetConfig cfg{
-      d.channels,
-      classes,
-      d.height <= 64 ? ig::models::ResNetStem::Cifar : ig::models::ResNetStem::ImageNet};
-  if (name == "resnet18") return ig::models::resnet18(cfg);
-  if (name == "resnet34") return ig::models::resnet34(cfg);
-  return ig::models::resnet50(cfg);
 }
 
 std::unique_ptr<ig::optim::Optimizer> make_optimizer(
@@ -158,45 +101,6 @@ std::vector<std::unique_ptr<ig::optim::LRScheduler>> make_schedule(
     s.push_back(std::make_unique<optim::SequentialLR>(opt, parts, std::vector<int64_t>{warm}));
   }
   return s;
-}
-
-struct EvalResult {
-  double loss = 0, accuracy = 0, top5 = 0;
-  int64_t n = 0;
-  std::vector<int64_t> labels, predictions;
-};
-
-// Loss (plain cross entropy, no smoothing), accuracy and top-5 of the model on a loader.
-EvalResult evaluate(ig::nn::Module& model, ig::data::DataLoader& loader, int64_t num_classes) {
-  ig::NoGradGuard no_grad;
-  model.eval();
-  EvalResult r;
-  double loss = 0;
-  int64_t correct = 0, top5 = 0;
-  for (auto& batch : loader) {
-    const ig::Tensor& x = batch.x();
-    const ig::Tensor& y = batch.y();
-    ig::Tensor logits = model(x);
-    loss += F::cross_entropy(logits, y, {.reduction = F::Reduction::Sum}).item<double>();
-    ig::Tensor pred = logits.argmax(1);
-    correct += (pred == y).sum().item<int64_t>();
-    if (num_classes > 5) {
-      auto [values, idx] = ig::topk(logits, 5, 1);
-      top5 += (idx == y.unsqueeze(1)).sum().item<int64_t>();
-    }
-    auto p = pred.cpu().to_vector<int64_t>();
-    auto l = y.cpu().to_vector<int64_t>();
-    r.predictions.insert(r.predictions.end(), p.begin(), p.end());
-    r.labels.insert(r.labels.end(), l.begin(), l.end());
-    r.n += batch.size();
-  }
-  model.train();
-  if (r.n) {
-    r.loss = loss / double(r.n);
-    r.accuracy = double(correct) / double(r.n);
-    r.top5 = double(top5) / double(r.n);
-  }
-  return r;
 }
 
 std::string timestamp() {
@@ -346,9 +250,8 @@ int run_train(TrainOptions o) {
 
   // Batches travel to the device as uint8 (4x less to copy), then become normalised floats.
   using T = std::shared_ptr<ig::data::BatchTransform>;
-  std::vector<T> eval_tf{
-      std::make_shared<ig::data::ToFloat>(), std::make_shared<ig::data::Normalize>(d.mean, d.std)};
-  std::vector<T> train_tf{std::make_shared<ig::data::ToFloat>()};
+  const std::vector<T> eval_tf = eval_transforms(d);
+  std::vector<T> train_tf{eval_tf.front()};
   if (o.augment == "standard") {
     train_tf.push_back(std::make_shared<ig::data::RandomCrop>(d.height, d.width, 4));
     if (d.channels == 3) train_tf.push_back(std::make_shared<ig::data::RandomHorizontalFlip>());
@@ -362,17 +265,8 @@ int run_train(TrainOptions o) {
        .num_workers = o.workers,
        .device = device,
        .transform = ig::data::Compose(o.seed, train_tf)});
-  auto eval_loader = [&](ig::data::DatasetPtr set) {
-    return std::make_unique<ig::data::DataLoader>(
-        set,
-        ig::data::DataLoaderOptions{
-            .batch_size = 2 * o.batch_size,
-            .num_workers = o.workers,
-            .device = device,
-            .transform = ig::data::Compose(o.seed, eval_tf)});
-  };
-  auto val_loader = eval_loader(d.val);
-  auto test_loader = eval_loader(d.test);
+  auto val_loader = make_eval_loader(d.val, d, 2 * o.batch_size, o.workers, device, o.seed);
+  auto test_loader = make_eval_loader(d.test, d, 2 * o.batch_size, o.workers, device, o.seed);
 
   auto optimizer = make_optimizer(o, model->parameters());
   const int64_t steps_per_epoch = train_loader.size();
@@ -570,15 +464,13 @@ int run_train(TrainOptions o) {
 
   model->load_state_dict(st.best);
   EvalResult test = evaluate(*model, *test_loader, num_classes);
-  ClassificationReport rep = classification_report(test.labels, test.predictions, num_classes);
   fmt::print(
-      "\ntest set ({} samples, best epoch {}): accuracy {:.2f}%",
+      "\ntest set ({} samples, best epoch {}): {}\n\n{}",
       test.n,
       st.best_epoch,
-      100 * test.accuracy);
-  if (num_classes > 5) fmt::print("  top-5 {:.2f}%", 100 * test.top5);
-  fmt::print("  loss {:.4f}\n\n{}", test.loss, format_report(rep, d.classes));
-  nlohmann::json final_rec = to_json(rep);
+      format_summary(test),
+      format_report(test.metrics, d.classes));
+  nlohmann::json final_rec = to_json(test.metrics);
   final_rec.update(
       {{"type", "test"},
        {"best_epoch", st.best_epoch},
@@ -594,6 +486,7 @@ int run_train(TrainOptions o) {
 
   ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
   fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
+  fmt::print("report  {}\n", write_html_report(run.path()));
   fmt::print("done in {:.1f}s\n", seconds_since(run_start));
   return 0;
 }
