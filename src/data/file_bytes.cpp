@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -47,6 +48,25 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
       op,
       path,
       err);
+  return bytes;
+}
+
+std::vector<uint8_t> read_raw_file_bytes(const std::string& path, const char* op) {
+  IGNIS_CHECK(
+      std::filesystem::is_regular_file(path),
+      IOError,
+      "[{}] cannot open {}: no such file",
+      op,
+      path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  IGNIS_CHECK(f != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  IGNIS_CHECK(!failed, IOError, "[{}] cannot read {}: {}", op, path, std::strerror(errno));
   return bytes;
 }
 
