@@ -56,7 +56,8 @@ bool read_header(PngInput& in, PngHeader& h) {
   if (h.color_type == PNG_COLOR_TYPE_GRAY && h.bit_depth < 8)
     png_set_expand_gray_1_2_4_to_8(in.png);
   if (h.bit_depth == 16) png_set_strip_16(in.png);  // keeps the high byte
-  if (h.color_type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(in.png);
+  // Drops an alpha channel, including the one palette expansion makes of a tRNS chunk.
+  png_set_strip_alpha(in.png);
   png_set_interlace_handling(in.png);
   png_read_update_info(in.png, in.info);
   h.channels = png_get_channels(in.png, in.info);
