@@ -132,21 +132,6 @@ TEST_F(PilReference, DecodeEqualsPilEveryPixel) {
   EXPECT_EQ(n, 12);  // 7 PNG kinds, 5 JPEG kinds
 }
 
-/// |got - want| <= 1 only where the float64 value sits within 1e-3 of a rounding tie (float32
-/// rounding may then go either way); everywhere else exactly equal.
-void expect_bilinear_equal(
-    const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::vector<double>& exact) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] == want[i]) continue;
-    const double frac = exact[i] - std::floor(exact[i]);
-    EXPECT_TRUE(std::abs(int(got[i]) - int(want[i])) == 1 && std::abs(frac - 0.5) < 1e-3)
-        << "element " << i << ": " << int(got[i]) << " vs " << int(want[i]) << " (float64 "
-        << exact[i] << ")";
-  }
-}
-
-std::vector<double> bilinear_f64(const Tensor& chw, int64_t oh, int64_t ow);
 
 TEST_F(PilReference, ResizeAndCropEqualTorchvision) {
   const Tensor img = read_image(path("rgb.png")).permute({2, 0, 1});
@@ -193,33 +178,6 @@ TEST_F(PilReference, BadJpegsNameTheFile) {
   EXPECT_THROW_MSG(read_image(cut), IOError, "found 60000x60000 (forged or corrupt header)");
 }
 #endif
-
-/// Direct float64 bilinear (align_corners=False, PyTorch's source index rule) of uint8 [C, H, W].
-std::vector<double> bilinear_f64(const Tensor& chw, int64_t oh, int64_t ow) {
-  const Tensor x = chw.contiguous();
-  const int64_t C = x.size(0), H = x.size(1), W = x.size(2);
-  const auto v = x.to(kFloat64).to_vector<double>();
-  auto taps = [](int64_t i, int64_t in, int64_t out, int64_t& a, int64_t& b, double& l) {
-    const double src = std::max((double(i) + 0.5) * double(in) / double(out) - 0.5, 0.0);
-    a = std::min<int64_t>(int64_t(std::floor(src)), in - 1);
-    b = std::min<int64_t>(a + 1, in - 1);
-    l = src - double(a);
-  };
-  std::vector<double> out;
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t y = 0; y < oh; ++y)
-      for (int64_t xo = 0; xo < ow; ++xo) {
-        int64_t y0, y1, x0, x1;
-        double ly, lx;
-        taps(y, H, oh, y0, y1, ly);
-        taps(xo, W, ow, x0, x1, lx);
-        auto at = [&](int64_t yy, int64_t xx) { return v[size_t((c * H + yy) * W + xx)]; };
-        out.push_back(
-            (1 - ly) * ((1 - lx) * at(y0, x0) + lx * at(y0, x1)) +
-            ly * ((1 - lx) * at(y1, x0) + lx * at(y1, x1)));
-      }
-  return out;
-}
 
 TEST(Resize, DirectFloat64Computation) {
   Generator gen(3);

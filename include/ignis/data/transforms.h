@@ -18,6 +18,16 @@
 //     fs = 1 + s (2 u(w2) - 1), applied in that fixed order to float RGB in [0, 1], each step
 //     clamped to [0, 1]: x *= fb; x = fc x + (1 - fc) mean(gray(x)); x = fs x + (1 - fs) gray(x),
 //     gray = 0.299 R + 0.587 G + 0.114 B (torchvision's; it also randomises the order).
+//   RandomResizedCrop(size, scale = (s0, s1), ratio = (r0, r1)): torchvision's procedure on an
+//     H x W image. Attempt k = 0..9 draws its own words, transform_words(seed, epoch, index,
+//     stream + (k << 16)): target = H W (s0 + (s1 - s0) u(w0)),
+//     aspect = exp(log r0 + (log r1 - log r0) u(w1)), w = round(sqrt(target aspect)),
+//     h = round(sqrt(target / aspect)) (round half to even, as Python); if 0 < w <= W and
+//     0 < h <= H the box is top = word_below(w2, H - h + 1), left = word_below(w3, W - w + 1).
+//     After 10 misses, the centre crop: W / H < r0 gives w = W, h = round(W / r0);
+//     W / H > r1 gives h = H, w = round(H r1); else the whole image; top = (H - h) / 2,
+//     left = (W - w) / 2. The box is resized to size x size by bilinear interpolation
+//     (ignis/data/image.h, torchvision's resized_crop with antialias=False).
 #pragma once
 
 #include <array>
@@ -114,6 +124,25 @@ class ColorJitter : public BatchTransform {
 
  private:
   double b_, c_, s_;
+};
+
+/// A random box of each image (rule above), resized to size x size.
+class RandomResizedCrop : public BatchTransform {
+ public:
+  struct Box {
+    int64_t top = 0, left = 0, height = 0, width = 0;
+  };
+  explicit RandomResizedCrop(
+      int64_t size,
+      std::array<double, 2> scale = {0.08, 1.0},
+      std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0});
+  Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+  /// The box sample `sample` of the batch gets in an H x W image.
+  Box box(int64_t height, int64_t width, const TransformContext& ctx, int64_t sample) const;
+
+ private:
+  int64_t size_;
+  std::array<double, 2> scale_, ratio_;
 };
 
 /// Transforms applied in order to field 0 of a batch (the images), each with its position as
