@@ -1,7 +1,12 @@
 // CPU kernel of the geometric batch transforms (src/data/transform_kernels.h). Per sample, the
 // source column of every output column is computed once (window, flip, reflection), then each
-// output row is a gather from one source row or zeros; samples run in parallel.
+// output row is a gather from one source row or zeros; samples run in parallel. With zero
+// padding the in-image columns of a row are one contiguous run (reversed when flipped), copied
+// by a plain loop the compiler vectorises; reflection uses the per-column table. The fused
+// pipeline (uint8 -> normalised float32) converts in the same pass.
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "data/transform_kernels.h"
@@ -24,12 +29,28 @@ int64_t source_coord(int64_t i, int64_t n, bool reflect) {
   return m < n ? m : period - m;
 }
 
-template <class T>
+/// The value an output pixel takes from source value v: itself, or (v / 255 - m) / s in
+/// float32 (the unfused ToFloat + Normalize, operation for operation).
+template <class In, class Out>
+struct Convert {
+  float scale_m = 0, s = 1;
+  bool to_float = false, normalize = false;
+  Out operator()(In v) const {
+    if constexpr (std::is_same_v<In, Out>) {
+      return v;
+    } else {
+      const float f = float(v) / 255.0f;
+      return normalize ? (f - scale_m) / s : f;
+    }
+  }
+};
+
+template <class In, class Out>
 void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
   const int64_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
   const int64_t h = out.size(2), w = out.size(3);
-  const T* src = static_cast<const T*>(in.data_ptr());
-  T* dst = static_cast<T*>(out.data_ptr());
+  const In* src = static_cast<const In*>(in.data_ptr());
+  Out* dst = static_cast<Out*>(out.data_ptr());
   ignis::detail::parallel_for(
       0,
       B,
@@ -40,35 +61,57 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
           const auto& win = p.windows[size_t(b)];
           for (int64_t x = 0; x < w; ++x)
             cols[size_t(x)] = source_coord(win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
+          // Zero padding: output columns [x0, x1) read the image, the rest are 0.
+          int64_t x0 = 0, x1 = w;
+          if (!p.reflect) {
+            while (x0 < w && cols[size_t(x0)] < 0) ++x0;
+            while (x1 > x0 && cols[size_t(x1 - 1)] < 0) --x1;
+          }
           for (int64_t c = 0; c < C; ++c) {
-            const T* plane = src + (b * C + c) * H * W;
-            T* oplane = dst + (b * C + c) * h * w;
+            Convert<In, Out> cv;
+            if (!p.mean.empty()) cv.normalize = true, cv.scale_m = p.mean[size_t(c)], cv.s = p.std[size_t(c)];
+            const In* plane = src + (b * C + c) * H * W;
+            Out* oplane = dst + (b * C + c) * h * w;
             for (int64_t y = 0; y < h; ++y) {
-              T* orow = oplane + y * w;
+              Out* orow = oplane + y * w;
               const int64_t sy = source_coord(win.top + y, H, p.reflect);
               if (sy < 0) {
-                std::memset(orow, 0, size_t(w) * sizeof(T));
+                std::memset(orow, 0, size_t(w) * sizeof(Out));
                 continue;
               }
-              const T* row = plane + sy * W;
-              for (int64_t x = 0; x < w; ++x) {
-                const int64_t sx = cols[size_t(x)];
-                orow[x] = sx >= 0 ? row[sx] : T(0);
+              const In* row = plane + sy * W;
+              if (p.reflect) {
+                for (int64_t x = 0; x < w; ++x) orow[x] = cv(row[cols[size_t(x)]]);
+                continue;
               }
+              for (int64_t x = 0; x < x0; ++x) orow[x] = Out(0);
+              if (x1 > x0) {
+                const int64_t first = cols[size_t(x0)];
+                if (win.flip) {
+                  const In* r = row + first;  // column x reads first - (x - x0)
+                  for (int64_t x = x0; x < x1; ++x) orow[x] = cv(r[x0 - x]);
+                } else {
+                  const In* r = row + first - x0;  // column x reads first + (x - x0)
+                  for (int64_t x = x0; x < x1; ++x) orow[x] = cv(r[x]);
+                }
+              }
+              for (int64_t x = x1; x < w; ++x) orow[x] = Out(0);
             }
             for (int64_t y = win.cut_y0; y < win.cut_y1; ++y)
               std::memset(
-                  oplane + y * w + win.cut_x0, 0, size_t(win.cut_x1 - win.cut_x0) * sizeof(T));
+                  oplane + y * w + win.cut_x0, 0, size_t(win.cut_x1 - win.cut_x0) * sizeof(Out));
           }
         }
       });
 }
 
 void sample_geometry_cpu(const Tensor& in, Tensor& out, const GeometryParams& p) {
-  if (in.dtype() == kUInt8)
-    geometry<uint8_t>(in, out, p);
+  if (p.to_float)
+    geometry<uint8_t, float>(in, out, p);
+  else if (in.dtype() == kUInt8)
+    geometry<uint8_t, uint8_t>(in, out, p);
   else
-    geometry<float>(in, out, p);
+    geometry<float, float>(in, out, p);
 }
 
 }  // namespace
