@@ -4,6 +4,7 @@
 // padding the in-image columns of a row are one contiguous run (reversed when flipped), copied
 // by a plain loop the compiler vectorises; reflection uses the per-column table. The fused
 // pipeline (uint8 -> normalised float32) converts in the same pass.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -29,23 +30,22 @@ int64_t source_coord(int64_t i, int64_t n, bool reflect) {
   return m < n ? m : period - m;
 }
 
-/// The value an output pixel takes from source value v: itself, or (v / 255 - m) / s in
-/// float32 (the unfused ToFloat + Normalize, operation for operation).
-template <class In, class Out>
-struct Convert {
-  float scale_m = 0, s = 1;
-  bool to_float = false, normalize = false;
-  Out operator()(In v) const {
-    if constexpr (std::is_same_v<In, Out>) {
-      return v;
-    } else {
-      const float f = float(v) / 255.0f;
-      return normalize ? (f - scale_m) / s : f;
+/// dst[i] = the output value of source value src[i], i < n: a copy, or in the fused pipeline
+/// (v / 255 - mean) / std in float32, operation for operation as the unfused ToFloat +
+/// Normalize (Norm = false: v / 255). A plain loop over contiguous data, so it vectorises.
+template <class In, class Out, bool Norm>
+void convert_run(const In* src, Out* dst, int64_t n, float mean, float std) {
+  if constexpr (std::is_same_v<In, Out>) {
+    std::memcpy(dst, src, size_t(n) * sizeof(In));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float f = float(src[i]) / 255.0f;
+      dst[i] = Norm ? (f - mean) / std : f;
     }
   }
-};
+}
 
-template <class In, class Out>
+template <class In, class Out, bool Norm>
 void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
   const int64_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
   const int64_t h = out.size(2), w = out.size(3);
@@ -57,19 +57,22 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
       std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C * h * w)),
       [&](int64_t b0, int64_t b1) {
         std::vector<int64_t> cols(static_cast<size_t>(w));
+        std::vector<Out> run(static_cast<size_t>(w));  // a flipped row before its reversal
         for (int64_t b = b0; b < b1; ++b) {
           const auto& win = p.windows[size_t(b)];
           for (int64_t x = 0; x < w; ++x)
             cols[size_t(x)] = source_coord(win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
-          // Zero padding: output columns [x0, x1) read the image, the rest are 0.
+          // Zero padding: output columns [x0, x1) read the image (one contiguous source run,
+          // reversed when flipped), the rest are 0.
           int64_t x0 = 0, x1 = w;
           if (!p.reflect) {
             while (x0 < w && cols[size_t(x0)] < 0) ++x0;
             while (x1 > x0 && cols[size_t(x1 - 1)] < 0) --x1;
           }
+          const int64_t n = x1 - x0;
+          const int64_t run_start = n > 0 ? cols[size_t(win.flip ? x1 - 1 : x0)] : 0;
           for (int64_t c = 0; c < C; ++c) {
-            Convert<In, Out> cv;
-            if (!p.mean.empty()) cv.normalize = true, cv.scale_m = p.mean[size_t(c)], cv.s = p.std[size_t(c)];
+            const float m = Norm ? p.mean[size_t(c)] : 0.0f, sd = Norm ? p.std[size_t(c)] : 1.0f;
             const In* plane = src + (b * C + c) * H * W;
             Out* oplane = dst + (b * C + c) * h * w;
             for (int64_t y = 0; y < h; ++y) {
@@ -80,22 +83,19 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
                 continue;
               }
               const In* row = plane + sy * W;
-              if (p.reflect) {
-                for (int64_t x = 0; x < w; ++x) orow[x] = cv(row[cols[size_t(x)]]);
+              if (p.reflect) {  // per-column table; reflection needs no conversion speed-up
+                for (int64_t x = 0; x < w; ++x)
+                  convert_run<In, Out, Norm>(row + cols[size_t(x)], orow + x, 1, m, sd);
                 continue;
               }
-              for (int64_t x = 0; x < x0; ++x) orow[x] = Out(0);
-              if (x1 > x0) {
-                const int64_t first = cols[size_t(x0)];
-                if (win.flip) {
-                  const In* r = row + first;  // column x reads first - (x - x0)
-                  for (int64_t x = x0; x < x1; ++x) orow[x] = cv(r[x0 - x]);
-                } else {
-                  const In* r = row + first - x0;  // column x reads first + (x - x0)
-                  for (int64_t x = x0; x < x1; ++x) orow[x] = cv(r[x]);
-                }
+              std::fill(orow, orow + x0, Out(0));
+              if (win.flip) {
+                convert_run<In, Out, Norm>(row + run_start, run.data(), n, m, sd);
+                std::reverse_copy(run.data(), run.data() + n, orow + x0);
+              } else {
+                convert_run<In, Out, Norm>(row + run_start, orow + x0, n, m, sd);
               }
-              for (int64_t x = x1; x < w; ++x) orow[x] = Out(0);
+              std::fill(orow + x1, orow + w, Out(0));
             }
             for (int64_t y = win.cut_y0; y < win.cut_y1; ++y)
               std::memset(
@@ -106,12 +106,14 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
 }
 
 void sample_geometry_cpu(const Tensor& in, Tensor& out, const GeometryParams& p) {
-  if (p.to_float)
-    geometry<uint8_t, float>(in, out, p);
+  if (p.to_float && !p.mean.empty())
+    geometry<uint8_t, float, true>(in, out, p);
+  else if (p.to_float)
+    geometry<uint8_t, float, false>(in, out, p);
   else if (in.dtype() == kUInt8)
-    geometry<uint8_t, uint8_t>(in, out, p);
+    geometry<uint8_t, uint8_t, false>(in, out, p);
   else
-    geometry<float, float>(in, out, p);
+    geometry<float, float, false>(in, out, p);
 }
 
 }  // namespace
