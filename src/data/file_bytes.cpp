@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -60,10 +61,14 @@ std::vector<uint8_t> read_raw_file_bytes(const std::string& path, const char* op
       path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   IGNIS_CHECK(f != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+  // One read of the size the file reports, then whatever a growing file added.
+  const long size = std::fseek(f, 0, SEEK_END) == 0 ? std::ftell(f) : -1;
+  std::rewind(f);
+  std::vector<uint8_t> bytes(size_t(std::max(size, 0L)));
+  size_t got = std::fread(bytes.data(), 1, bytes.size(), f);
+  bytes.resize(got);
+  uint8_t chunk[4096];
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   IGNIS_CHECK(!failed, IOError, "[{}] cannot read {}: {}", op, path, std::strerror(errno));
