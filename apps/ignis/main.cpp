@@ -16,6 +16,7 @@
 
 #include "config_file.h"
 #include "options.h"
+#include "train_data.h"
 
 namespace {
 
@@ -59,8 +60,22 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "resnet18 on a GPU)")
       ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
   train
-      .add_option("--data", o.data, "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic")
-      ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"}))
+      .add_option(
+          "--data",
+          o.data,
+          "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic, imagefolder:PATH (one "
+          "subfolder of PNG/JPEG files per class) or csv:PATH (numeric columns, label last; "
+          "--model mlp)")
+      ->check(CLI::Validator(
+          [](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"))
+      ->capture_default_str();
+  train
+      .add_option(
+          "--image-size",
+          o.image_size,
+          "imagefolder: images are resized (shorter side) and centre-cropped to this square "
+          "(default 32, for small images)")
+      ->check(kPositiveInt)
       ->capture_default_str();
   train.add_option(
       "--data-dir",

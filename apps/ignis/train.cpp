@@ -112,12 +112,13 @@ std::string timestamp() {
 
 // Options the user left to the recipe, filled in for the chosen device.
 void resolve_defaults(TrainOptions& o, const ig::Device& device) {
-  if (o.model.empty()) o.model = device.is_cuda() ? "resnet18" : "cnn";
+  if (o.model.empty())
+    o.model = o.data.rfind("csv:", 0) == 0 ? "mlp" : device.is_cuda() ? "resnet18" : "cnn";
   if (o.epochs == 0) o.epochs = 8;
   if (std::isnan(o.lr)) o.lr = o.optimizer == "sgd" ? 0.05 : 1e-3;
   if (o.optimizer != "sgd" || o.momentum == 0)
     o.nesterov = false;  // Nesterov is SGD's, needs momentum
-  if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, o.data, timestamp());
+  if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, data_label(o.data), timestamp());
   if (o.batch_size % o.accumulate != 0)
     throw UsageError(fmt::format(
         "--accumulate {} does not divide --batch-size {}; --batch-size is the samples per "
