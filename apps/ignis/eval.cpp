@@ -41,6 +41,7 @@ TrainOptions options_from_run(const std::string& dir, nlohmann::json& config) {
     o.split = config.at("split");
     o.seed = config.at("seed");
     o.limit = config.at("limit");
+    o.image_size = config.value("image_size", o.image_size);  // imagefolder runs
     o.batch_size = config.at("batch_size");
     return o;
   } catch (const nlohmann::json::exception& e) {
@@ -74,8 +75,7 @@ int run_eval(const EvalOptions& e) {
     weights = (fs::path(e.run) / "model.safetensors").string();
     if (!fs::is_regular_file(weights))
       throw UsageError(fmt::format(
-          "--run {}: no model.safetensors there (the run did not finish); train it again",
-          e.run));
+          "--run {}: no model.safetensors there (the run did not finish); train it again", e.run));
   } else {
     if (!fs::is_regular_file(weights))
       throw UsageError(fmt::format("--weights {}: no such file", weights));
@@ -97,6 +97,7 @@ int run_eval(const EvalOptions& e) {
     o.split = e.split;
     o.seed = e.seed;
     o.limit = e.limit;
+    o.image_size = e.image_size;
     o.batch_size = e.batch_size;
   }
   o.workers = e.workers;
@@ -111,8 +112,8 @@ int run_eval(const EvalOptions& e) {
   }
   const ig::data::DatasetPtr set = e.part == "train" ? d.train : e.part == "val" ? d.val : d.test;
   if (set->size() == 0)
-    throw UsageError(fmt::format(
-        "--part {}: that part of the split is empty; choose another --part", e.part));
+    throw UsageError(
+        fmt::format("--part {}: that part of the split is empty; choose another --part", e.part));
 
   std::unique_ptr<ig::nn::Module> model = make_model(o.model, d);
   try {

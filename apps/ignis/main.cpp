@@ -66,8 +66,7 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic, imagefolder:PATH (one "
           "subfolder of PNG/JPEG files per class) or csv:PATH (numeric columns, label last; "
           "--model mlp)")
-      ->check(CLI::Validator(
-          [](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"))
+      ->check(CLI::Validator([](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"))
       ->capture_default_str();
   train
       .add_option(
@@ -207,12 +206,20 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
 }
 
 void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
-  eval.add_option("--run", o.run, "Run directory of 'ignis train' (config.json, model.safetensors)");
+  eval.add_option(
+      "--run", o.run, "Run directory of 'ignis train' (config.json, model.safetensors)");
   eval.add_option("--weights", o.weights, "A safetensors file of weights (instead of --run)");
   eval.add_option("--model", o.model, "With --weights: mlp, cnn, resnet18, resnet34, resnet50")
       ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
-  eval.add_option("--data", o.data, "With --weights: fashion-mnist, mnist, cifar10, cifar100, synthetic")
-      ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"}));
+  eval.add_option(
+          "--data",
+          o.data,
+          "With --weights: fashion-mnist, mnist, cifar10, cifar100, synthetic, imagefolder:PATH "
+          "or csv:PATH")
+      ->check(CLI::Validator([](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"));
+  eval.add_option("--image-size", o.image_size, "With --weights and imagefolder:PATH: image side")
+      ->check(kPositiveInt)
+      ->capture_default_str();
   eval.add_option("--data-dir", o.data_dir, "With --weights: directory of the data set's files");
   eval.add_option("--part", o.part, "Part of the split to evaluate: test, val or train")
       ->check(CLI::IsMember({"test", "val", "train"}))
@@ -222,7 +229,8 @@ void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
   eval.add_option("--seed", o.seed, "With --weights: seed of the split")->capture_default_str();
   eval.add_option("--limit", o.limit, "With --weights: first N samples of the pool")
       ->check(kPositiveInt);
-  eval.add_option("--batch-size", o.batch_size, "With --weights: training batch size (evaluation uses 2x)")
+  eval.add_option(
+          "--batch-size", o.batch_size, "With --weights: training batch size (evaluation uses 2x)")
       ->check(kPositiveInt)
       ->capture_default_str();
   eval.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();

@@ -20,9 +20,9 @@ class UsageError : public std::runtime_error {
 };
 
 struct TrainOptions {
-  std::string model;  ///< "" = cnn on the CPU, resnet18 on a GPU
+  std::string model;                   ///< "" = cnn on the CPU, resnet18 on a GPU
   std::string data = "fashion-mnist";  ///< a name, or imagefolder:PATH / csv:PATH
-  std::string data_dir;  ///< "" = the data set's default location
+  std::string data_dir;                ///< "" = the data set's default location
   std::string split = "0.7,0.1,0.2";
   int64_t epochs = 0;  ///< 0 = the recipe's
   int64_t batch_size = 128;
@@ -38,11 +38,11 @@ struct TrainOptions {
   std::string device = "auto";
   int workers = 0;
   uint64_t seed = 0;
-  std::string out;         ///< "" = runs/<model>-<data>-<timestamp>
-  int64_t limit = 0;       ///< 0 = all samples
+  std::string out;          ///< "" = runs/<model>-<data>-<timestamp>
+  int64_t limit = 0;        ///< 0 = all samples
   int64_t image_size = 32;  ///< --data imagefolder: side of the square images
-  int64_t accumulate = 1;  ///< micro-batches per optimizer step (--batch-size is split N ways)
-  int64_t early_stop = 0;  ///< 0 = off; else stop after N epochs without a better validation
+  int64_t accumulate = 1;   ///< micro-batches per optimizer step (--batch-size is split N ways)
+  int64_t early_stop = 0;   ///< 0 = off; else stop after N epochs without a better validation
   std::string on_nonfinite = "stop";  ///< "stop" or "skip" a step with a NaN/Inf loss or grad
   bool detect_anomaly = false;        ///< name the first parameter with a non-finite gradient
   int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps
@@ -61,6 +61,7 @@ struct EvalOptions {
   std::string split = "0.7,0.1,0.2";
   uint64_t seed = 0;
   int64_t limit = 0;
+  int64_t image_size = 32;   ///< with --weights and imagefolder:PATH
   int64_t batch_size = 128;  ///< evaluation uses twice this, as training does
   std::string device = "auto";
   int workers = 0;

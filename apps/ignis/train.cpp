@@ -199,6 +199,7 @@ nlohmann::json config_json(
       {"seed", o.seed},
       {"out", o.out},
       {"limit", o.limit},
+      {"image_size", o.image_size},
       {"accumulate", o.accumulate},
       {"early_stop", o.early_stop},
       {"on_nonfinite", o.on_nonfinite},
