@@ -3,6 +3,7 @@
 #include "report_html.h"
 
 #include <fmt/format.h>
+#include <ignis/ignis.h>
 
 #include <filesystem>
 #include <fstream>
@@ -156,10 +157,12 @@ std::string write_html_report(const std::string& run_dir) {
         run_dir, e.what()));
   }
   const fs::path out = dir / "report.html";
-  std::ofstream file(out);
-  file << render_html_report(config, records);
-  if (!file.flush())
-    throw UsageError(fmt::format("{}: cannot write report.html; check the disk", run_dir));
+  try {  // replaced atomically, like every other file of the run
+    ignis::write_file_atomic(out.string(), render_html_report(config, records));
+  } catch (const ignis::Error& e) {
+    throw UsageError(
+        fmt::format("{}: cannot write report.html ({}); check the disk", run_dir, e.what()));
+  }
   return out.string();
 }
 
