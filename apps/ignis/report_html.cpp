@@ -22,6 +22,15 @@ std::optional<double> number(const json& rec, const char* key) {
   return rec[key].get<double>();
 }
 
+// A recorded number as text; metrics.jsonl writes a non-finite value (a diverged loss, an
+// epoch whose steps were all skipped by --on-nonfinite skip) as null, shown as "n/a".
+// Percentages (scale 100) get two decimals, other numbers four.
+std::string number_text(const json& rec, const char* key, double scale = 1, const char* suffix = "") {
+  const std::optional<double> v = number(rec, key);
+  if (!v) return "n/a";
+  return fmt::format("{:.{}f}{}", scale * *v, scale == 100 ? 2 : 4, suffix);
+}
+
 std::string value_text(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
@@ -69,10 +78,11 @@ std::string scores_table(const json& test, const std::vector<std::string>& class
       "<th>support</th></tr>\n";
   auto row = [&](const std::string& name, const json& s, const char* cls) {
     t += fmt::format(
-        "<tr{}><td>{}</td><td class=\"n\">{:.4f}</td><td class=\"n\">{:.4f}</td>"
-        "<td class=\"n\">{:.4f}</td><td class=\"n\">{}</td></tr>\n",
-        cls, html_escape(name), s.value("precision", 0.0), s.value("recall", 0.0),
-        s.value("f1", 0.0), s.value("support", int64_t(0)));
+        "<tr{}><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+        cls, html_escape(name), number_text(s, "precision"),
+        number_text(s, "recall"), number_text(s, "f1"),
+        s.value("support", int64_t(0)));
   };
   const json& per_class = test["per_class"];
   for (size_t k = 0; k < per_class.size(); ++k)
@@ -114,10 +124,10 @@ std::string render_html_report(const json& config, const std::vector<json>& reco
     html += fmt::format("<div>{}<b>{}</b></div>\n", html_escape(label), html_escape(value));
   };
   if (test) {
-    tile("test accuracy", fmt::format("{:.2f}%", 100 * test->value("test_accuracy", 0.0)));
+    tile("test accuracy", number_text(*test, "test_accuracy", 100, "%"));
     if (test->contains("test_top5_accuracy"))
-      tile("top-5", fmt::format("{:.2f}%", 100 * test->value("test_top5_accuracy", 0.0)));
-    tile("test loss", fmt::format("{:.4f}", test->value("test_loss", 0.0)));
+      tile("top-5", number_text(*test, "test_top5_accuracy", 100, "%"));
+    tile("test loss", number_text(*test, "test_loss"));
     tile("best epoch", fmt::format("{} of {}", test->value("best_epoch", 0), epochs.size()));
   }
   tile("device", value_text(config.value("device", json("?"))));
