@@ -130,6 +130,8 @@ void apply_file(
               "(see ignis train --help)",
               raw));
     if (opt->count() > 0) continue;  // given on the command line: that wins
+    // config.json records an unset --limit as 0 (all samples), which --limit itself refuses.
+    if (key == "limit" && value.is_number() && value == 0) continue;
     const std::vector<std::string> args = arguments(path, raw, key, *opt, value);
     if (args.empty()) continue;
     CLI::App scratch;

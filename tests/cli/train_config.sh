@@ -38,6 +38,10 @@ python3 "$tool" same flags/model.safetensors toml/model.safetensors
 # A run's config.json as --config repeats it (into another directory).
 "$bin" train --config json/config.json --out again >/dev/null
 python3 "$tool" same json/model.safetensors again/model.safetensors
+# Without --limit, config.json records "limit": 0 (all samples), which must read back too.
+"$bin" train --data synthetic --epochs 1 --model mlp --out nolimit >/dev/null
+"$bin" train --config nolimit/config.json --out nolimit_again >/dev/null
+python3 "$tool" same nolimit/model.safetensors nolimit_again/model.safetensors
 python3 - <<'PY'
 import json
 flags, js, tm, over, again = (json.load(open(f"{d}/config.json"))
