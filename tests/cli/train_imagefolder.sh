@@ -38,6 +38,12 @@ test = [json.loads(l) for l in open("run/metrics.jsonl")][-1]
 assert test["type"] == "test" and test["test_accuracy"] >= 0.9, test
 print("ok: 2 classes, test accuracy %.3f" % test["test_accuracy"])
 PY
+# The run's config.json keeps --image-size: --config repeats the run, ignis eval --run
+# rebuilds the same 16x16 data (an MLP's input size depends on it).
+"$bin" train --config run/config.json --out again >/dev/null
+cmp run/model.safetensors again/model.safetensors
+"$bin" eval --run run >eval.txt
+grep -q 'accuracy' eval.txt
 # A corrupt image: exit 2, one line naming the file.
 printf 'not a png' > images/dark/broken.png
 set +e
