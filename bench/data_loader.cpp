@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       for (auto& [x, y] : loader) images += x.size(0);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf(
-        "{\"bench\": \"data_loader\", \"workers\": %d, \"batch\": 128, \"images\": %lld, "
+        "{\"bench\": \"data_loader\", \"engine\": \"ignis\", \"workers\": %d, \"batch\": 128, \"images\": %lld, "
         "\"seconds\": %.4f, \"images_per_s\": %.0f}\n",
         workers,
         (long long)images,

@@ -1,4 +1,5 @@
-# Finds Ignis's dependencies. Required: OpenMP, fmt, OpenBLAS, zlib (gzip data files). Optional, each switching its
+# Finds Ignis's dependencies. Required: OpenMP, fmt, OpenBLAS, zlib (gzip data files), libpng
+# and libjpeg(-turbo) (read_image). Optional, each switching its
 # feature off with one status line when absent: CUDA (+cuBLASLt; cuDNN when present), oneDNN, MPI, and
 # Debian's python3-torch for the reference tests.
 
@@ -6,6 +7,8 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # the data readers inflate gzip files (MNIST .gz)
+find_package(PNG REQUIRED)   # read_image: PNG (libpng-dev)
+find_package(JPEG REQUIRED)  # read_image: JPEG (libjpeg62-turbo-dev)
 find_package(nlohmann_json 3 REQUIRED)  # safetensors headers (header-only, linked PRIVATE)
 
 # --- OpenBLAS, preferring the OpenMP build so BLAS shares our thread pool -----------------

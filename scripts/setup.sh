@@ -7,11 +7,14 @@ packages=(
   # build
   cmake ninja-build g++ ccache pkg-config
   # libraries
-  libopenblas-openmp-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libopenblas-openmp-dev libdnnl-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev libtomlplusplus-dev
   # distributed training on the CPU (MPI collectives, mpirun)
   libopenmpi-dev openmpi-bin
   # tests and benchmarks
   libgtest-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libjemalloc2
+  # the report.html browser test (headless)
+  chromium
   # real data (Fashion-MNIST under /usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
 )

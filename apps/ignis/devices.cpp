@@ -1,5 +1,7 @@
 // `ignis devices`: what this machine offers Ignis. The CPU's model name comes from
-// /proc/cpuinfo (Linux); the thread count is what OpenMP will use for the CPU kernels.
+// /proc/cpuinfo (Linux); the thread count is what OpenMP will use for the CPU kernels. Each
+// GPU with its memory and compute capability, and the driver, CUDA runtime, cuBLAS and cuDNN
+// versions, come from ignis/cuda.h (all "none" in a build without CUDA).
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 #include <omp.h>
@@ -25,6 +27,17 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+// CUDA's encoding: 1000 * major + 10 * minor (12040 = 12.4).
+std::string cuda_version_text(int v) {
+  return v ? fmt::format("{}.{}", v / 1000, v % 1000 / 10) : std::string("none");
+}
+
+// cuBLAS and cuDNN 9: major * 10000 + minor * 100 + patch; cuDNN 8: major * 1000 + ...
+std::string library_version_text(int v, int major_unit) {
+  return v ? fmt::format("{}.{}.{}", v / major_unit, v % major_unit / 100, v % 100)
+           : std::string("none");
+}
+
 }  // namespace
 
 int run_devices() {
@@ -35,14 +48,28 @@ int run_devices() {
       std::thread::hardware_concurrency(),
       omp_get_max_threads());
   if (!ignis::cuda::is_built()) {
-    fmt::print("cuda    not available: this build of Ignis has no CUDA backend\n");
+    fmt::print("gpu     no GPU: this build of Ignis has no CUDA backend\n");
   } else if (!ignis::cuda::is_available()) {
-    fmt::print("cuda    not available: built with CUDA, but no usable device was found\n");
+    fmt::print("gpu     no GPU: built with CUDA, but no usable device was found\n");
   } else {
     fmt::print(
-        "cuda    available: {} device(s) (cuda:0 .. cuda:{})\n",
-        ignis::cuda::device_count(),
-        ignis::cuda::device_count() - 1);
+        "cuda    driver {}, runtime {}, cuBLAS {}, cuDNN {}\n",
+        cuda_version_text(ignis::cuda::driver_version()),
+        cuda_version_text(ignis::cuda::runtime_version()),
+        library_version_text(ignis::cuda::cublas_version(), 10000),
+        library_version_text(
+            ignis::cuda::cudnn_version(), ignis::cuda::cudnn_version() >= 90000 ? 10000 : 1000));
+    for (int i = 0; i < ignis::cuda::device_count(); ++i) {
+      const ignis::cuda::DeviceProperties p = ignis::cuda::get_device_properties(i);
+      fmt::print(
+          "cuda:{}  {}: {:.1f} GiB, compute capability {}.{}, {} multiprocessors\n",
+          i,
+          p.name,
+          double(p.total_memory) / double(1 << 30),
+          p.major,
+          p.minor,
+          p.multiprocessor_count);
+    }
   }
   return 0;
 }

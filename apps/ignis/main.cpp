@@ -3,8 +3,9 @@
 //   - a bad flag, value or combination prints one line "ignis: error: <what and how to fix>"
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
-//     same way, with its "[component]" message, and also exits 2.
-// The work is in train.cpp (train) and devices.cpp (devices).
+//     same way, with its "[component]" message, and also exits 2; so is any other exception.
+// The work is in train.cpp (train), eval.cpp (eval), bench.cpp (bench) and devices.cpp
+// (devices).
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 
@@ -13,7 +14,9 @@
 #include <cstdio>
 #include <string>
 
+#include "config_file.h"
 #include "options.h"
+#include "train_data.h"
 
 namespace {
 
@@ -57,8 +60,21 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "resnet18 on a GPU)")
       ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
   train
-      .add_option("--data", o.data, "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic")
-      ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"}))
+      .add_option(
+          "--data",
+          o.data,
+          "Data set: fashion-mnist, mnist, cifar10, cifar100, synthetic, imagefolder:PATH (one "
+          "subfolder of PNG/JPEG files per class) or csv:PATH (numeric columns, label last; "
+          "--model mlp)")
+      ->check(CLI::Validator([](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"))
+      ->capture_default_str();
+  train
+      .add_option(
+          "--image-size",
+          o.image_size,
+          "imagefolder: images are resized (shorter side) and centre-cropped to this square "
+          "(default 32, for small images)")
+      ->check(kPositiveInt)
       ->capture_default_str();
   train.add_option(
       "--data-dir",
@@ -74,7 +90,12 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "set and holds out 10% of the training set for validation")
       ->capture_default_str();
   train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
-  train.add_option("--batch-size", o.batch_size, "Batch size")
+  train
+      .add_option(
+          "--batch-size",
+          o.batch_size,
+          "Samples per optimizer step; with --accumulate N each step adds the gradients of N "
+          "micro-batches of batch-size/N, so the sample order and the step stay the same")
       ->check(kPositiveInt)
       ->capture_default_str();
   train.add_option("--optimizer", o.optimizer, "sgd, adam, adamw, rmsprop")
@@ -136,6 +157,101 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "Use only the first N samples of the pooled data set (quick runs, tests); "
           "with --split official, the first N of each file")
       ->check(kPositiveInt);
+  train
+      .add_option(
+          "--accumulate",
+          o.accumulate,
+          "Gradient accumulation: split each batch into N micro-batches (N must divide "
+          "--batch-size)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  train
+      .add_option(
+          "--early-stop",
+          o.early_stop,
+          "Stop after N epochs without a better validation accuracy (0: off); the best epoch "
+          "is still the one saved and tested")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+  train
+      .add_option(
+          "--on-nonfinite",
+          o.on_nonfinite,
+          "A NaN/Inf loss or gradient: stop (exit 2 naming the epoch and step) or skip that "
+          "optimizer step (counted in metrics.jsonl)")
+      ->check(CLI::IsMember({"stop", "skip"}))
+      ->capture_default_str();
+  train.add_flag(
+      "--detect-anomaly",
+      o.detect_anomaly,
+      "With a non-finite gradient, also name the first parameter (in registration order) "
+      "whose gradient is NaN/Inf");
+  train
+      .add_option(
+          "--checkpoint-every",
+          o.checkpoint_every,
+          "Also write the checkpoint every N optimizer steps (0: only after each epoch)")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+  train.add_option(
+      "--config",
+      o.config,
+      "JSON or TOML file of options (keys are the long options: {\"epochs\": 3}); flags on "
+      "the command line override it. A run's config.json repeats that run");
+  train.add_option(
+      "--resume",
+      o.resume,
+      "Continue the interrupted run in DIR from its checkpoint.safetensors (its options come "
+      "from DIR/config.json; flags that differ are refused)");
+}
+
+void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
+  eval.add_option(
+      "--run", o.run, "Run directory of 'ignis train' (config.json, model.safetensors)");
+  eval.add_option("--weights", o.weights, "A safetensors file of weights (instead of --run)");
+  eval.add_option("--model", o.model, "With --weights: mlp, cnn, resnet18, resnet34, resnet50")
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet18", "resnet34", "resnet50"}));
+  eval.add_option(
+          "--data",
+          o.data,
+          "With --weights: fashion-mnist, mnist, cifar10, cifar100, synthetic, imagefolder:PATH "
+          "or csv:PATH")
+      ->check(CLI::Validator([](std::string& v) { return ignis_cli::check_data_spec(v); }, "DATA"));
+  eval.add_option("--image-size", o.image_size, "With --weights and imagefolder:PATH: image side")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  eval.add_option("--data-dir", o.data_dir, "With --weights: directory of the data set's files");
+  eval.add_option("--part", o.part, "Part of the split to evaluate: test, val or train")
+      ->check(CLI::IsMember({"test", "val", "train"}))
+      ->capture_default_str();
+  eval.add_option("--split", o.split, "With --weights: train,validation,test fractions or official")
+      ->capture_default_str();
+  eval.add_option("--seed", o.seed, "With --weights: seed of the split")->capture_default_str();
+  eval.add_option("--limit", o.limit, "With --weights: first N samples of the pool")
+      ->check(kPositiveInt);
+  eval.add_option(
+          "--batch-size", o.batch_size, "With --weights: training batch size (evaluation uses 2x)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  eval.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  eval.add_option("--workers", o.workers, "Data loader worker threads")
+      ->check(kNonNegativeInt)
+      ->capture_default_str();
+}
+
+void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
+  bench.add_option("--model", o.models, "Models, comma-separated: mlp, cnn, resnet18")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet18"}))
+      ->capture_default_str();
+  bench.add_option("--batch-sizes", o.batch_sizes, "Batch sizes, comma-separated")
+      ->delimiter(',')
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  bench.add_option("--seconds", o.seconds, "Minimum timed seconds per measurement")
+      ->check(kPositive)
+      ->capture_default_str();
+  bench.add_option("--row", o.row)->group("");  // internal: one row in a child process
 }
 
 }  // namespace
@@ -147,12 +263,25 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand(
       "train", "Train a model, evaluate its best epoch on the test set, save it");
   add_train_options(*train, train_opts);
+  ignis_cli::EvalOptions eval_opts;
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Evaluate a run's (or a weights file's) model on the test, validation or train part");
+  add_eval_options(*eval, eval_opts);
+  ignis_cli::BenchOptions bench_opts;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Training and inference throughput on the CPU and each GPU, with TFLOP/s");
+  add_bench_options(*bench, bench_opts);
   CLI::App* devices = app.add_subcommand("devices", "Show the CPU and the CUDA devices");
 
   // An unknown first word would otherwise read "A subcommand is required", which hides the typo.
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train" &&
-      std::string(argv[1]) != "devices")
-    return fail(fmt::format("unknown command '{}'; use 'ignis train' or 'ignis devices'", argv[1]));
+  auto known = [&](const std::string& word) {
+    for (const CLI::App* c : app.get_subcommands({}))
+      if (c->get_name() == word) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
+    return fail(fmt::format(
+        "unknown command '{}'; use 'ignis train', 'eval', 'bench' or 'devices'", argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -162,16 +291,26 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    const char* sub = train->parsed() ? "ignis train --help" : "ignis --help";
+    std::string sub = "ignis --help";
+    for (CLI::App* c : app.get_subcommands({}))
+      if (c->parsed()) sub = fmt::format("ignis {} --help", c->get_name());
     return fail(fmt::format("{}; see '{}'", what, sub));
   }
 
   try {
-    if (train->parsed()) return ignis_cli::run_train(train_opts);
+    if (train->parsed()) {
+      ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
+      return ignis_cli::run_train(train_opts);
+    }
+    if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
+    if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());
   } catch (const ignis::Error& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    // Anything else (a malformed JSON file, a full disk) still gets one line, not an abort.
     return fail(e.what());
   }
   return 0;

@@ -20,9 +20,9 @@ class UsageError : public std::runtime_error {
 };
 
 struct TrainOptions {
-  std::string model;  ///< "" = cnn on the CPU, resnet18 on a GPU
-  std::string data = "fashion-mnist";
-  std::string data_dir;  ///< "" = the data set's default location
+  std::string model;                   ///< "" = cnn on the CPU, resnet18 on a GPU
+  std::string data = "fashion-mnist";  ///< a name, or imagefolder:PATH / csv:PATH
+  std::string data_dir;                ///< "" = the data set's default location
   std::string split = "0.7,0.1,0.2";
   int64_t epochs = 0;  ///< 0 = the recipe's
   int64_t batch_size = 128;
@@ -38,12 +38,49 @@ struct TrainOptions {
   std::string device = "auto";
   int workers = 0;
   uint64_t seed = 0;
-  std::string out;    ///< "" = runs/<model>-<data>-<timestamp>
-  int64_t limit = 0;  ///< 0 = all samples
+  std::string out;          ///< "" = runs/<model>-<data>-<timestamp>
+  int64_t limit = 0;        ///< 0 = all samples
+  int64_t image_size = 32;  ///< --data imagefolder: side of the square images
+  int64_t accumulate = 1;   ///< micro-batches per optimizer step (--batch-size is split N ways)
+  int64_t early_stop = 0;   ///< 0 = off; else stop after N epochs without a better validation
+  std::string on_nonfinite = "stop";  ///< "stop" or "skip" a step with a NaN/Inf loss or grad
+  bool detect_anomaly = false;        ///< name the first parameter with a non-finite gradient
+  int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps
+  std::string config;                 ///< --config FILE (already applied when run_train starts)
+  std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint
+};
+
+/// `ignis eval`: a finished run (--run DIR) or a weights file with the model and data named.
+struct EvalOptions {
+  std::string run;      ///< run directory of `ignis train` ("" = use weights)
+  std::string weights;  ///< safetensors file
+  std::string model;    ///< with --weights ("" = the file's "model" metadata)
+  std::string data;     ///< with --weights ("" = the file's "data" metadata)
+  std::string data_dir;
+  std::string part = "test";  ///< test, val or train
+  std::string split = "0.7,0.1,0.2";
+  uint64_t seed = 0;
+  int64_t limit = 0;
+  int64_t image_size = 32;   ///< with --weights and imagefolder:PATH
+  int64_t batch_size = 128;  ///< evaluation uses twice this, as training does
+  std::string device = "auto";
+  int workers = 0;
+};
+
+/// `ignis bench`.
+struct BenchOptions {
+  std::vector<std::string> models{"mlp", "cnn"};
+  std::vector<int64_t> batch_sizes{32, 256};
+  double seconds = 1.0;  ///< minimum timed duration of each measurement
+  std::string row;       ///< internal: "device,model,batch" measured in this process
 };
 
 /// Runs `ignis train`; returns the exit status.
 int run_train(TrainOptions options);
+/// Runs `ignis eval`.
+int run_eval(const EvalOptions& options);
+/// Runs `ignis bench`.
+int run_bench(const BenchOptions& options);
 /// Runs `ignis devices`.
 int run_devices();
 

@@ -1,5 +1,4 @@
-// Classification metrics from predictions (see report.h). Plain loops over int64 vectors:
-// the inputs are at most a data set's labels, so there is nothing here worth a kernel.
+// Classification tables for the terminal and metrics.jsonl (see report.h).
 #include "report.h"
 
 #include <fmt/format.h>
@@ -7,51 +6,22 @@
 #include <algorithm>
 
 namespace ignis_cli {
+namespace {
 
-ClassificationReport classification_report(
-    const std::vector<int64_t>& labels,
-    const std::vector<int64_t>& predictions,
-    int64_t num_classes) {
-  ClassificationReport r;
-  const size_t c = size_t(num_classes);
-  r.confusion.assign(c, std::vector<int64_t>(c, 0));
-  int64_t correct = 0;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    r.confusion[size_t(labels[i])][size_t(predictions[i])] += 1;
-    correct += labels[i] == predictions[i];
-  }
-  const int64_t n = int64_t(labels.size());
-  r.accuracy = n ? double(correct) / double(n) : 0;
-  r.per_class.resize(c);
-  for (size_t k = 0; k < c; ++k) {
-    int64_t tp = r.confusion[k][k], predicted = 0, actual = 0;
-    for (size_t j = 0; j < c; ++j) {
-      predicted += r.confusion[j][k];
-      actual += r.confusion[k][j];
-    }
-    ClassScores& s = r.per_class[k];
-    s.support = actual;
-    s.precision = predicted ? double(tp) / double(predicted) : 0;
-    s.recall = actual ? double(tp) / double(actual) : 0;
-    s.f1 = s.precision + s.recall > 0 ? 2 * s.precision * s.recall / (s.precision + s.recall) : 0;
-  }
-  // Macro: the plain mean over classes; weighted: each class counts by its support.
-  for (const ClassScores& s : r.per_class) {
-    r.macro.precision += s.precision / double(c);
-    r.macro.recall += s.recall / double(c);
-    r.macro.f1 += s.f1 / double(c);
-    if (n) {
-      const double w = double(s.support) / double(n);
-      r.weighted.precision += w * s.precision;
-      r.weighted.recall += w * s.recall;
-      r.weighted.f1 += w * s.f1;
-    }
-  }
-  r.macro.support = r.weighted.support = n;
-  return r;
+using ignis::metrics::ClassificationMetrics;
+using ignis::metrics::PRF;
+
+std::vector<std::vector<int64_t>> confusion_rows(const ClassificationMetrics& m) {
+  const int64_t c = m.num_classes();
+  const std::vector<int64_t> flat = m.confusion_matrix().to_vector<int64_t>();
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t i = 0; i < c; ++i) rows.emplace_back(flat.begin() + i * c, flat.begin() + (i + 1) * c);
+  return rows;
 }
 
-std::string format_report(const ClassificationReport& r, const std::vector<std::string>& classes) {
+}  // namespace
+
+std::string format_report(const ClassificationMetrics& m, const std::vector<std::string>& classes) {
   size_t name_w = std::string("weighted avg").size();
   for (const auto& s : classes) name_w = std::max(name_w, s.size());
   std::string out = fmt::format(
@@ -62,7 +32,7 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
       "recall",
       "f1",
       "support");
-  auto row = [&](const std::string& name, const ClassScores& s) {
+  auto row = [&](const std::string& name, const PRF& s, int64_t support) {
     out += fmt::format(
         "{:<{}}  {:>9.4f}  {:>9.4f}  {:>9.4f}  {:>8}\n",
         name,
@@ -70,22 +40,25 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
         s.precision,
         s.recall,
         s.f1,
-        s.support);
+        support);
   };
-  for (size_t k = 0; k < r.per_class.size(); ++k) row(classes[k], r.per_class[k]);
+  const std::vector<PRF> per_class = m.per_class();
+  const std::vector<int64_t> support = m.support();
+  for (size_t k = 0; k < per_class.size(); ++k) row(classes[k], per_class[k], support[k]);
   out += "\n";
-  row("macro avg", r.macro);
-  row("weighted avg", r.weighted);
+  row("macro avg", m.macro_average(), m.num_samples());
+  row("weighted avg", m.weighted_average(), m.num_samples());
 
-  const size_t c = r.confusion.size();
+  const size_t c = size_t(m.num_classes());
   if (c > 20) {
     return out +
            fmt::format(
                "\n(confusion matrix: {} x {} classes, written to metrics.jsonl only)\n", c, c);
   }
   // Columns are headed by class index (names are too wide for ten columns); rows carry both.
+  const auto confusion = confusion_rows(m);
   int64_t biggest = 1;
-  for (const auto& rowv : r.confusion)
+  for (const auto& rowv : confusion)
     for (int64_t v : rowv) biggest = std::max(biggest, v);
   const size_t cell = std::max<size_t>(fmt::formatted_size("{}", biggest), 3);
   const size_t label_w = name_w + 5;
@@ -95,24 +68,26 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
   out += "\n";
   for (size_t i = 0; i < c; ++i) {
     out += fmt::format("{:>2} {:<{}}  ", i, classes[i], name_w);
-    for (size_t j = 0; j < c; ++j) out += fmt::format(" {:>{}}", r.confusion[i][j], cell);
+    for (size_t j = 0; j < c; ++j) out += fmt::format(" {:>{}}", confusion[i][j], cell);
     out += "\n";
   }
   return out;
 }
 
-nlohmann::json to_json(const ClassificationReport& r) {
-  auto scores = [](const ClassScores& s) {
+nlohmann::json to_json(const ClassificationMetrics& m) {
+  auto scores = [](const PRF& s, int64_t support) {
     return nlohmann::json{
-        {"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}, {"support", s.support}};
+        {"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}, {"support", support}};
   };
   nlohmann::json per_class = nlohmann::json::array();
-  for (const ClassScores& s : r.per_class) per_class.push_back(scores(s));
+  const std::vector<PRF> pc = m.per_class();
+  const std::vector<int64_t> support = m.support();
+  for (size_t k = 0; k < pc.size(); ++k) per_class.push_back(scores(pc[k], support[k]));
   return {
       {"per_class", per_class},
-      {"macro", scores(r.macro)},
-      {"weighted", scores(r.weighted)},
-      {"confusion", r.confusion}};
+      {"macro", scores(m.macro_average(), m.num_samples())},
+      {"weighted", scores(m.weighted_average(), m.num_samples())},
+      {"confusion", confusion_rows(m)}};
 }
 
 }  // namespace ignis_cli

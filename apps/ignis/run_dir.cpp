@@ -2,40 +2,81 @@
 #include "run_dir.h"
 
 #include <fmt/format.h>
+#include <ignis/io.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint.h"
 #include "options.h"
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 namespace ignis_cli {
 
-RunDir::RunDir(std::string path, const nlohmann::json& config) : path_(std::move(path)) {
+bool is_run_control_key(const std::string& key) {
+  return key == "started_at" || key == "out" || key == "workers" || key == "detect_anomaly" ||
+         key == "checkpoint_every";
+}
+
+std::string config_difference(const json& saved, const json& given) {
+  if (!saved.is_object()) return "config.json is not a JSON object";
+  std::map<std::string, std::pair<json, json>> all;
+  for (const auto& [k, v] : saved.items()) all[k].first = v;
+  for (const auto& [k, v] : given.items()) all[k].second = v;
+  for (const auto& [k, ab] : all) {
+    if (is_run_control_key(k) || ab.first == ab.second) continue;
+    auto text = [](const json& v) { return v.is_null() ? std::string("(absent)") : v.dump(); };
+    return fmt::format("{}: {} vs {}", k, text(ab.first), text(ab.second));
+  }
+  return "";
+}
+
+RunDir::RunDir(std::string path, const json& config, bool resume) : path_(std::move(path)) {
   const fs::path dir(path_);
   std::error_code ec;
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw UsageError(
         fmt::format("--out {}: exists and is not a directory; choose another --out", path_));
   const fs::path cfg = dir / "config.json";
+  json old;
   if (fs::exists(cfg)) {
-    nlohmann::json old;
     std::ifstream in(cfg);
     try {
       in >> old;
     } catch (const std::exception&) {
       old = nullptr;  // unreadable: treat as a different run
     }
-    nlohmann::json a = old, b = config;
-    if (a.is_object()) a.erase("started_at");
-    b.erase("started_at");
-    if (a != b)
+  }
+  if (resume) {
+    const std::string diff = config_difference(old, config);
+    if (!diff.empty())
+      throw UsageError(fmt::format(
+          "--resume {}: the options given differ from the run's config.json ({}); drop the "
+          "flags that differ, or start a new run with another --out",
+          path_,
+          diff));
+    for (const char* f :
+         {"config.json", "metrics.jsonl", "model.safetensors", "checkpoint.safetensors"})
+      remove_checkpoint_leftovers(file(f));
+    return;
+  }
+  if (fs::exists(cfg)) {
+    if (!config_difference(old, config).empty())
       throw UsageError(fmt::format(
           "--out {}: the directory already holds a different run (its config.json differs); "
           "choose a new --out or remove that directory",
           path_));
-  } else if (fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "model.safetensors")) {
+    if (fs::exists(dir / "checkpoint.safetensors") && !fs::exists(dir / "model.safetensors"))
+      throw UsageError(fmt::format(
+          "--out {}: the directory holds an interrupted run; continue it with --resume {} or "
+          "choose a new --out",
+          path_,
+          path_));
+  } else if (
+      fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "model.safetensors") ||
+      fs::exists(dir / "checkpoint.safetensors")) {
     throw UsageError(fmt::format(
         "--out {}: the directory already holds run files without a config.json; choose a new "
         "--out or remove that directory",
@@ -45,18 +86,21 @@ RunDir::RunDir(std::string path, const nlohmann::json& config) : path_(std::move
   if (ec)
     throw UsageError(fmt::format(
         "--out {}: cannot create the directory ({}); choose another --out", path_, ec.message()));
-  std::ofstream out(cfg);
-  out << config.dump(2) << "\n";
-  if (!out)
-    throw UsageError(
-        fmt::format("--out {}: cannot write config.json; choose another --out", path_));
-  std::ofstream(dir / "metrics.jsonl", std::ios::trunc);  // a re-run starts a fresh log
+  try {
+    // A re-run starts over: the old run's checkpoint must not be resumed into this one.
+    fs::remove(dir / "checkpoint.safetensors", ec);
+    fs::remove(dir / "model.safetensors", ec);
+    ignis::write_file_atomic(file("config.json"), config.dump(2) + "\n");
+    write_metrics({});
+  } catch (const ignis::Error& e) {
+    throw UsageError(fmt::format("--out {}: cannot write the run files ({})", path_, e.what()));
+  }
 }
 
-void RunDir::log(const nlohmann::json& record) const {
-  std::ofstream out(file("metrics.jsonl"), std::ios::app);
-  out << record.dump() << "\n";
-  out.flush();
+void RunDir::write_metrics(const std::vector<json>& records) const {
+  std::string text;
+  for (const auto& r : records) text += r.dump() + "\n";
+  ignis::write_file_atomic(file("metrics.jsonl"), text);
 }
 
 }  // namespace ignis_cli

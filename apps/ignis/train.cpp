@@ -1,7 +1,9 @@
 // `ignis train`: resolves the recipe, builds the model, optimizer, schedule and loaders,
 // trains with periodic progress, keeps the best epoch by validation accuracy, evaluates it on
 // the test set and writes the run directory. Data reading and splitting are in
-// train_data.cpp, the metrics tables in report.cpp, the run directory in run_dir.cpp.
+// train_data.cpp, the device and model in model_setup.cpp, evaluation in evaluate.cpp, the
+// metrics tables in report.cpp, the run directory in run_dir.cpp, the checkpoint (resume,
+// SIGINT/SIGTERM) in checkpoint.cpp, --config in config_file.cpp.
 //
 // Default recipe (no flags, CPU): SmallCNN on Fashion-MNIST, 8 epochs, batch 128, SGD with
 // Nesterov momentum 0.9, weight decay 5e-4, one-cycle lr peaking at 0.05 — chosen to finish
@@ -14,12 +16,17 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint.h"
+#include "evaluate.h"
+#include "model_setup.h"
 #include "options.h"
 #include "report.h"
+#include "report_html.h"
 #include "run_dir.h"
 #include "train_data.h"
 
@@ -32,67 +39,6 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// --device: auto picks CUDA when a device is usable; the reason is printed with the choice.
-ig::Device resolve_device(const std::string& spec, std::string& why) {
-  if (spec == "auto") {
-    if (ig::cuda::is_available()) {
-      why = fmt::format("auto: CUDA is available ({} device(s))", ig::cuda::device_count());
-      return ig::Device::cuda(0);
-    }
-    why = ig::cuda::is_built() ? "auto: built with CUDA but no usable GPU was found"
-                               : "auto: this build has no CUDA backend";
-    return ig::Device::cpu();
-  }
-  ig::Device d;
-  try {
-    d = ig::Device(spec);
-  } catch (const ig::Error&) {
-    throw UsageError(
-        fmt::format("--device '{}': not a device; use auto, cpu, cuda or cuda:N", spec));
-  }
-  if (d.is_cuda()) {
-    if (!ig::cuda::is_available())
-      throw UsageError(fmt::format(
-          "--device {}: CUDA is not available on this machine or in "
-          "this build; use --device cpu (or auto)",
-          spec));
-    if (d.index >= ig::cuda::device_count())
-      throw UsageError(fmt::format(
-          "--device {}: only {} CUDA device(s) (cuda:0 .. cuda:{})",
-          spec,
-          ig::cuda::device_count(),
-          ig::cuda::device_count() - 1));
-  }
-  why = "requested with --device";
-  return d;
-}
-
-std::unique_ptr<ig::nn::Module> make_model(const std::string& name, const TrainData& d) {
-  const int64_t classes = int64_t(d.classes.size());
-  if (name == "mlp")
-    return std::make_unique<ig::models::MLP>(
-        ig::models::MLPConfig{d.channels * d.height * d.width, 512, classes});
-  if (name == "cnn") {
-    if (d.height != d.width || d.height % 4 != 0)
-      throw UsageError(fmt::format(
-          "--model cnn needs square images with a side divisible by 4, "
-          "not {}x{}; use --model mlp or a resnet",
-          d.height,
-          d.width));
-    return std::make_unique<ig::models::SmallCNN>(
-        ig::models::SmallCNNConfig{d.channels, classes, d.height});
-  }
-  // Small images get the CIFAR stem (3x3 conv, no max-pool) so 28x28 and 32x32 inputs keep
-  // enough resolution through four stages; in_channels follows the data (1 for MNIST).
-  ig::models::ResNetConfig cfg{
-      d.channels,
-      classes,
-      d.height <= 64 ? ig::models::ResNetStem::Cifar : ig::models::ResNetStem::ImageNet};
-  if (name == "resnet18") return ig::models::resnet18(cfg);
-  if (name == "resnet34") return ig::models::resnet34(cfg);
-  return ig::models::resnet50(cfg);
 }
 
 std::unique_ptr<ig::optim::Optimizer> make_optimizer(
@@ -157,45 +103,6 @@ std::vector<std::unique_ptr<ig::optim::LRScheduler>> make_schedule(
   return s;
 }
 
-struct EvalResult {
-  double loss = 0, accuracy = 0, top5 = 0;
-  int64_t n = 0;
-  std::vector<int64_t> labels, predictions;
-};
-
-// Loss (plain cross entropy, no smoothing), accuracy and top-5 of the model on a loader.
-EvalResult evaluate(ig::nn::Module& model, ig::data::DataLoader& loader, int64_t num_classes) {
-  ig::NoGradGuard no_grad;
-  model.eval();
-  EvalResult r;
-  double loss = 0;
-  int64_t correct = 0, top5 = 0;
-  for (auto& batch : loader) {
-    const ig::Tensor& x = batch.x();
-    const ig::Tensor& y = batch.y();
-    ig::Tensor logits = model(x);
-    loss += F::cross_entropy(logits, y, {.reduction = F::Reduction::Sum}).item<double>();
-    ig::Tensor pred = logits.argmax(1);
-    correct += (pred == y).sum().item<int64_t>();
-    if (num_classes > 5) {
-      auto [values, idx] = ig::topk(logits, 5, 1);
-      top5 += (idx == y.unsqueeze(1)).sum().item<int64_t>();
-    }
-    auto p = pred.cpu().to_vector<int64_t>();
-    auto l = y.cpu().to_vector<int64_t>();
-    r.predictions.insert(r.predictions.end(), p.begin(), p.end());
-    r.labels.insert(r.labels.end(), l.begin(), l.end());
-    r.n += batch.size();
-  }
-  model.train();
-  if (r.n) {
-    r.loss = loss / double(r.n);
-    r.accuracy = double(correct) / double(r.n);
-    r.top5 = double(top5) / double(r.n);
-  }
-  return r;
-}
-
 std::string timestamp() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -205,12 +112,68 @@ std::string timestamp() {
 
 // Options the user left to the recipe, filled in for the chosen device.
 void resolve_defaults(TrainOptions& o, const ig::Device& device) {
-  if (o.model.empty()) o.model = device.is_cuda() ? "resnet18" : "cnn";
+  if (o.model.empty())
+    o.model = o.data.rfind("csv:", 0) == 0 ? "mlp" : device.is_cuda() ? "resnet18" : "cnn";
   if (o.epochs == 0) o.epochs = 8;
   if (std::isnan(o.lr)) o.lr = o.optimizer == "sgd" ? 0.05 : 1e-3;
   if (o.optimizer != "sgd" || o.momentum == 0)
     o.nesterov = false;  // Nesterov is SGD's, needs momentum
-  if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, o.data, timestamp());
+  if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, data_label(o.data), timestamp());
+  if (o.batch_size % o.accumulate != 0)
+    throw UsageError(fmt::format(
+        "--accumulate {} does not divide --batch-size {}; --batch-size is the samples per "
+        "optimizer step, split into {} equal micro-batches",
+        o.accumulate,
+        o.batch_size,
+        o.accumulate));
+}
+
+// One optimizer step's forward and backward passes, over --accumulate micro-batches.
+struct StepResult {
+  ig::Tensor loss_sum, correct;  ///< summed over the batch's samples, detached
+  bool finite = true;            ///< the loss and every gradient are finite
+  bool loss_finite = true;
+  std::string bad_param;  ///< with --detect-anomaly: first non-finite gradient
+};
+
+StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const TrainOptions& o) {
+  const ig::Tensor& x = batch.x();
+  const ig::Tensor& y = batch.y();
+  const int64_t n = batch.size(), micro = o.batch_size / o.accumulate;
+  StepResult r;
+  for (int64_t lo = 0; lo < n; lo += micro) {
+    const int64_t len = std::min(micro, n - lo);
+    const ig::Tensor xs = len == n ? x : x.narrow(0, lo, len);
+    const ig::Tensor ys = len == n ? y : y.narrow(0, lo, len);
+    ig::Tensor logits = model(xs);
+    ig::Tensor loss = F::cross_entropy(logits, ys, {.label_smoothing = o.label_smoothing});
+    // Each micro-batch's mean loss weighted by its share of the batch: the gradients add up
+    // to those of the whole batch's mean loss, the step one big batch would take.
+    (len == n ? loss : loss * (double(len) / double(n))).backward();
+    ig::NoGradGuard no_grad;
+    ig::Tensor l = loss.detach() * double(len);
+    ig::Tensor c = (logits.argmax(1) == ys).sum();
+    r.loss_sum = r.loss_sum.defined() ? r.loss_sum + l : l;
+    r.correct = r.correct.defined() ? r.correct + c : c;
+  }
+  ig::NoGradGuard no_grad;
+  // One flag per gradient, combined on the device: a single read per step, not one per
+  // parameter (each read waits for a GPU).
+  ig::Tensor grads_ok = ig::isfinite(r.loss_sum);
+  for (const auto& p : model.parameters())
+    if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
+  r.finite = grads_ok.item<double>() != 0;
+  r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
+  if (!r.finite && o.detect_anomaly) {
+    for (const auto& [name, p] : model.named_parameters()) {
+      const ig::Tensor& g = p.grad();
+      if (g.defined() && ig::all(ig::isfinite(g)).item<double>() == 0) {
+        r.bad_param = name;
+        break;
+      }
+    }
+  }
+  return r;
 }
 
 nlohmann::json config_json(
@@ -236,6 +199,12 @@ nlohmann::json config_json(
       {"seed", o.seed},
       {"out", o.out},
       {"limit", o.limit},
+      {"image_size", o.image_size},
+      {"accumulate", o.accumulate},
+      {"early_stop", o.early_stop},
+      {"on_nonfinite", o.on_nonfinite},
+      {"detect_anomaly", o.detect_anomaly},
+      {"checkpoint_every", o.checkpoint_every},
       {"classes", d.classes},
       {"mean", d.mean},
       {"std", d.std},
@@ -251,11 +220,16 @@ nlohmann::json config_json(
 
 int run_train(TrainOptions o) {
   const auto run_start = Clock::now();
+  const bool resuming = !o.resume.empty();
   std::string why;
   const ig::Device device = resolve_device(o.device, why);
   resolve_defaults(o, device);
   TrainData d = load_train_data(o);
   const int64_t num_classes = int64_t(d.classes.size());
+  if (o.early_stop > 0 && d.val->size() == 0)
+    throw UsageError(
+        "--early-stop needs a validation part to watch; give --split a validation fraction "
+        "(e.g. 0.7,0.1,0.2)");
 
   fmt::print("device  {} ({})\n", device.str(), why);
   fmt::print(
@@ -278,9 +252,8 @@ int run_train(TrainOptions o) {
 
   // Batches travel to the device as uint8 (4x less to copy), then become normalised floats.
   using T = std::shared_ptr<ig::data::BatchTransform>;
-  std::vector<T> eval_tf{
-      std::make_shared<ig::data::ToFloat>(), std::make_shared<ig::data::Normalize>(d.mean, d.std)};
-  std::vector<T> train_tf{std::make_shared<ig::data::ToFloat>()};
+  const std::vector<T> eval_tf = eval_transforms(d);
+  std::vector<T> train_tf{eval_tf.front()};
   if (o.augment == "standard") {
     train_tf.push_back(std::make_shared<ig::data::RandomCrop>(d.height, d.width, 4));
     if (d.channels == 3) train_tf.push_back(std::make_shared<ig::data::RandomHorizontalFlip>());
@@ -294,25 +267,17 @@ int run_train(TrainOptions o) {
        .num_workers = o.workers,
        .device = device,
        .transform = ig::data::Compose(o.seed, train_tf)});
-  auto eval_loader = [&](ig::data::DatasetPtr set) {
-    return std::make_unique<ig::data::DataLoader>(
-        set,
-        ig::data::DataLoaderOptions{
-            .batch_size = 2 * o.batch_size,
-            .num_workers = o.workers,
-            .device = device,
-            .transform = ig::data::Compose(o.seed, eval_tf)});
-  };
-  auto val_loader = eval_loader(d.val);
-  auto test_loader = eval_loader(d.test);
+  auto val_loader = make_eval_loader(d.val, d, 2 * o.batch_size, o.workers, device, o.seed);
+  auto test_loader = make_eval_loader(d.test, d, 2 * o.batch_size, o.workers, device, o.seed);
 
   auto optimizer = make_optimizer(o, model->parameters());
   const int64_t steps_per_epoch = train_loader.size();
   auto schedule = make_schedule(o, *optimizer, o.epochs * steps_per_epoch, steps_per_epoch);
   fmt::print(
-      "recipe  {} epochs, batch {}, {} lr {} ({}{}), weight decay {}{}{}\n",
+      "recipe  {} epochs, batch {}{}, {} lr {} ({}{}), weight decay {}{}{}\n",
       o.epochs,
       o.batch_size,
+      o.accumulate > 1 ? fmt::format(" ({} x {})", o.accumulate, o.batch_size / o.accumulate) : "",
       o.optimizer,
       o.lr,
       o.schedule,
@@ -322,40 +287,102 @@ int run_train(TrainOptions o) {
                                                        : "",
       o.nesterov ? " nesterov" : "");
 
-  RunDir run(o.out, config_json(o, device, d, params));
+  const nlohmann::json config = config_json(o, device, d, params);
+  RunDir run(o.out, config, resuming);
+  const std::string ckpt = run.file("checkpoint.safetensors");
   fmt::print("run     {}\n", run.path());
+
+  TrainState st;
+  auto progress_text = [&] {
+    return st.step ? fmt::format("at epoch {} step {}/{}", st.epoch + 1, st.step, steps_per_epoch)
+                   : fmt::format("after epoch {}", st.epoch);
+  };
+  if (resuming) {
+    Checkpoint c = read_checkpoint(ckpt, run.path());
+    const std::string diff = config_difference(c.config, config);
+    if (!diff.empty())
+      throw UsageError(fmt::format(
+          "--resume {}: checkpoint.safetensors belongs to another run ({}); start again with "
+          "another --out",
+          run.path(),
+          diff));
+    try {
+      model->load_state_dict(c.model);
+      // The schedule is a closed form of its step: stepping it there restores lr and momentum.
+      while (!schedule.empty() && schedule.back()->last_epoch() < c.state.schedule_step)
+        schedule.back()->step();
+      optimizer->load_state_dict(c.optimizer);
+    } catch (const ig::Error& e) {
+      throw UsageError(fmt::format(
+          "--resume {}: checkpoint.safetensors does not fit this model and optimizer ({})",
+          run.path(),
+          e.what()));
+    }
+    ig::default_generator().manual_seed(c.rng_seed);
+    ig::default_generator().set_offset(c.rng_offset);
+    st = std::move(c.state);
+    run.write_metrics(st.history);  // drops an epoch logged after the checkpoint was written
+    fmt::print("resume  {}\n", progress_text());
+  }
+  auto checkpoint = [&] {
+    if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
+    save_checkpoint(ckpt, st, *model, *optimizer, config);
+  };
+  auto early_stopped = [&] {
+    return o.early_stop > 0 && st.epoch > 0 && st.epoch - st.best_epoch >= o.early_stop;
+  };
+  // SIGINT/SIGTERM: the current step finishes, a checkpoint is written, then exit 128 + signal.
+  auto interrupted = [&] {
+    checkpoint();
+    std::fflush(stdout);
+    fmt::print(
+        stderr,
+        "ignis: interrupted ({}) {}; checkpoint saved, continue with: ignis train --resume {}\n",
+        stop_signal() == SIGINT ? "SIGINT" : "SIGTERM",
+        progress_text(),
+        run.path());
+    return 128 + stop_signal();
+  };
+  install_stop_handlers();
 
   const bool tty = isatty(STDOUT_FILENO) != 0;
   const int64_t log_every = std::max<int64_t>(1, (steps_per_epoch + 4) / 5);
-  ig::nn::StateDict best;
-  double best_acc = -1;
-  int64_t best_epoch = 0;
   model->train();
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = st.epoch + 1; epoch <= o.epochs && !early_stopped(); ++epoch) {
     const auto epoch_start = Clock::now();
     auto window_start = epoch_start;
-    int64_t window_samples = 0, seen = 0, step = 0;
-    ig::Tensor loss_sum, correct_sum;  // on the device: read only when printing
+    int64_t window_samples = 0, step = 0;
+    const int64_t done = st.step;       // steps this epoch already took before a resume
+    train_loader.set_epoch(epoch - 1);  // the shuffle and augmentation of this epoch
     for (auto& batch : train_loader) {
-      const ig::Tensor& x = batch.x();
-      const ig::Tensor& y = batch.y();
-      ig::Tensor logits = (*model)(x);
-      ig::Tensor loss = F::cross_entropy(logits, y, {.label_smoothing = o.label_smoothing});
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
-      if (!schedule.empty()) schedule.back()->step();
-      {
-        ig::NoGradGuard no_grad;
-        ig::Tensor l = loss.detach() * double(batch.size());
-        ig::Tensor c = (logits.argmax(1) == y).sum();
-        loss_sum = loss_sum.defined() ? loss_sum + l : l;
-        correct_sum = correct_sum.defined() ? correct_sum + c : c;
+      if (step < done) {  // replayed only to reach the resume point
+        ++step;
+        continue;
       }
-      seen += batch.size();
-      window_samples += batch.size();
+      optimizer->zero_grad();
+      StepResult r = forward_backward(*model, batch, o);
       ++step;
-      if (step % log_every == 0 || step == steps_per_epoch || tty) {
+      if (!r.finite && o.on_nonfinite == "stop")
+        throw UsageError(fmt::format(
+            "non-finite {} at epoch {} step {}{}; lower --lr, or pass --on-nonfinite skip to "
+            "skip such steps",
+            r.loss_finite ? "gradient" : "loss",
+            epoch,
+            step,
+            r.bad_param.empty() ? ""
+                                : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
+      if (r.finite) {
+        optimizer->step();
+        st.loss_sum = st.loss_sum.defined() ? st.loss_sum + r.loss_sum : r.loss_sum;
+        st.correct_sum = st.correct_sum.defined() ? st.correct_sum + r.correct : r.correct;
+        st.seen += batch.size();
+      } else {
+        ++st.skipped;  // the schedule still advances: lrs stay tied to the batch count
+      }
+      if (!schedule.empty()) schedule.back()->step();
+      st.step = step;
+      window_samples += batch.size();
+      if (st.seen > 0 && (step % log_every == 0 || step == steps_per_epoch || tty)) {
         const double dt = seconds_since(window_start);
         if (!tty || dt > 0.5 || step == steps_per_epoch) {
           const std::string line = fmt::format(
@@ -364,8 +391,8 @@ int run_train(TrainOptions o) {
               o.epochs,
               step,
               steps_per_epoch,
-              loss_sum.item<double>() / double(seen),
-              100.0 * correct_sum.item<double>() / double(seen),
+              st.loss_sum.item<double>() / double(st.seen),
+              100.0 * st.correct_sum.item<double>() / double(st.seen),
               double(window_samples) / std::max(dt, 1e-9));
           if (tty)
             fmt::print("\r{:<90}", line);
@@ -376,27 +403,33 @@ int run_train(TrainOptions o) {
           window_samples = 0;
         }
       }
+      if (step < steps_per_epoch) {
+        if (stop_signal()) return interrupted();
+        const int64_t global = (epoch - 1) * steps_per_epoch + step;
+        if (o.checkpoint_every > 0 && global % o.checkpoint_every == 0) checkpoint();
+      }
     }
     if (tty) fmt::print("\n");
-    const double train_loss = loss_sum.item<double>() / double(seen);
-    const double train_acc = correct_sum.item<double>() / double(seen);
+    const double seen = double(std::max<int64_t>(st.seen, 1));
+    const double train_loss = st.seen ? st.loss_sum.item<double>() / seen : NAN;
+    const double train_acc = st.seen ? st.correct_sum.item<double>() / seen : NAN;
     const double train_time = seconds_since(epoch_start);
     EvalResult val = evaluate(*model, *val_loader, num_classes);
     const double epoch_time = seconds_since(epoch_start);
     const double lr = optimizer->param_groups()[0].get("lr");
     // Best by validation accuracy; without a validation part, the last epoch.
-    const bool is_best = val.n == 0 || val.accuracy > best_acc;
+    const bool is_best = val.n == 0 || val.accuracy > st.best_accuracy;
     if (is_best) {
-      best_acc = val.accuracy;
-      best_epoch = epoch;
-      best = ig::nn::StateDict();
-      for (const auto& [key, t] : model->state_dict()) best.insert(key, t.clone());
+      st.best_accuracy = val.accuracy;
+      st.best_epoch = epoch;
+      st.best = ig::nn::StateDict();
+      for (const auto& [key, t] : model->state_dict()) st.best.insert(key, t.clone());
     }
     const std::string val_text =
         val.n ? fmt::format("val loss {:.4f} acc {:.2f}%", val.loss, 100 * val.accuracy)
               : std::string("no validation set");
     fmt::print(
-        "epoch {}/{} done  train loss {:.4f} acc {:.2f}%  {}  lr {:.3g}  {:.1f}s{}\n",
+        "epoch {}/{} done  train loss {:.4f} acc {:.2f}%  {}  lr {:.3g}  {:.1f}s{}{}\n",
         epoch,
         o.epochs,
         train_loss,
@@ -404,42 +437,58 @@ int run_train(TrainOptions o) {
         val_text,
         lr,
         epoch_time,
+        st.skipped ? fmt::format("  ({} non-finite steps skipped)", st.skipped) : "",
         is_best ? "  (best)" : "");
-    run.log(
+    auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+    st.history.push_back(
         {{"type", "epoch"},
          {"epoch", epoch},
-         {"train_loss", train_loss},
-         {"train_accuracy", train_acc},
+         {"train_loss", number(train_loss)},
+         {"train_accuracy", number(train_acc)},
          {"val_loss", val.n ? nlohmann::json(val.loss) : nlohmann::json()},
          {"val_accuracy", val.n ? nlohmann::json(val.accuracy) : nlohmann::json()},
          {"lr", lr},
+         {"skipped_steps", st.skipped},
          {"epoch_time_s", epoch_time},
-         {"train_samples_per_s", double(seen) / std::max(train_time, 1e-9)}});
+         {"train_samples_per_s", double(st.seen) / std::max(train_time, 1e-9)}});
+    run.write_metrics(st.history);
+    st.epoch = epoch;
+    st.step = st.seen = st.skipped = 0;
+    st.loss_sum = st.correct_sum = ig::Tensor();
+    checkpoint();
+    if (stop_signal()) return interrupted();
+    if (early_stopped())
+      fmt::print(
+          "early stop: no better validation accuracy for {} epochs (best epoch {})\n",
+          o.early_stop,
+          st.best_epoch);
   }
 
-  model->load_state_dict(best);
+  model->load_state_dict(st.best);
   EvalResult test = evaluate(*model, *test_loader, num_classes);
-  ClassificationReport rep = classification_report(test.labels, test.predictions, num_classes);
   fmt::print(
-      "\ntest set ({} samples, best epoch {}): accuracy {:.2f}%",
+      "\ntest set ({} samples, best epoch {}): {}\n\n{}",
       test.n,
-      best_epoch,
-      100 * test.accuracy);
-  if (num_classes > 5) fmt::print("  top-5 {:.2f}%", 100 * test.top5);
-  fmt::print("  loss {:.4f}\n\n{}", test.loss, format_report(rep, d.classes));
-  nlohmann::json final_rec = to_json(rep);
+      st.best_epoch,
+      format_summary(test),
+      format_report(test.metrics, d.classes));
+  nlohmann::json final_rec = to_json(test.metrics);
   final_rec.update(
       {{"type", "test"},
-       {"best_epoch", best_epoch},
+       {"best_epoch", st.best_epoch},
+       {"epochs_run", st.epoch},
        {"test_loss", test.loss},
        {"test_accuracy", test.accuracy},
        {"test_samples", test.n},
        {"wall_time_s", seconds_since(run_start)}});
   if (num_classes > 5) final_rec["test_top5_accuracy"] = test.top5;
-  run.log(final_rec);
+  std::vector<nlohmann::json> records = st.history;
+  records.push_back(final_rec);
+  run.write_metrics(records);
 
   ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
   fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
+  fmt::print("report  {}\n", write_html_report(run.path()));
   fmt::print("done in {:.1f}s\n", seconds_since(run_start));
   return 0;
 }

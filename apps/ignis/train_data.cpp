@@ -55,23 +55,31 @@ ig::data::LabeledImages read(const std::string& data, const std::string& dir, bo
   }
 }
 
-// Mean and std per channel over the given samples of uint8 images [N, C, H, W], scaled to
-// [0, 1]. A double loop over bytes: one pass over at most a few hundred MB, done once.
+// Mean and std per channel over the given samples of images [N, C, H, W], on the [0, 1] scale
+// the ToFloat transform produces (value / 255). uint8 images are summed exactly in integers;
+// float32 ones (CSV features) in double. One pass, done once.
 void channel_stats(
     const ig::Tensor& images,
     const std::vector<int64_t>& indices,
     std::vector<double>& mean,
     std::vector<double>& stdev) {
   const int64_t c = images.size(1), plane = images.size(2) * images.size(3);
-  const uint8_t* p = images.contiguous().data_ptr<uint8_t>();
+  const ig::Tensor x = images.contiguous();
+  const bool bytes = x.dtype() == ig::kUInt8;
   std::vector<double> sum(size_t(c), 0), sq(size_t(c), 0);
   for (int64_t i : indices) {
     for (int64_t ch = 0; ch < c; ++ch) {
-      const uint8_t* q = p + (i * c + ch) * plane;
-      uint64_t s = 0, s2 = 0;
-      for (int64_t k = 0; k < plane; ++k) s += q[k], s2 += uint64_t(q[k]) * q[k];
-      sum[size_t(ch)] += double(s);
-      sq[size_t(ch)] += double(s2);
+      const int64_t at = (i * c + ch) * plane;
+      if (bytes) {
+        const uint8_t* q = x.data_ptr<uint8_t>() + at;
+        uint64_t s = 0, s2 = 0;
+        for (int64_t k = 0; k < plane; ++k) s += q[k], s2 += uint64_t(q[k]) * q[k];
+        sum[size_t(ch)] += double(s);
+        sq[size_t(ch)] += double(s2);
+      } else {
+        const float* q = x.data_ptr<float>() + at;
+        for (int64_t k = 0; k < plane; ++k) sum[size_t(ch)] += q[k], sq[size_t(ch)] += double(q[k]) * q[k];
+      }
     }
   }
   const double n = double(indices.size()) * double(plane);
@@ -79,14 +87,80 @@ void channel_stats(
   stdev.assign(size_t(c), 0.25);
   if (n == 0) return;
   for (size_t ch = 0; ch < size_t(c); ++ch) {
-    const double m = sum[ch] / n, var = sq[ch] / n - m * m;
+    const double m = sum[ch] / n, sd = std::sqrt(std::max(sq[ch] / n - m * m, 0.0));
     mean[ch] = m / 255.0;
-    // A constant channel (possible with tiny --limit) would divide by zero: keep std >= 1/255.
-    stdev[ch] = std::max(std::sqrt(std::max(var, 0.0)), 1.0) / 255.0;
+    // A constant channel would divide by zero: keep std >= 1/255 for bytes (possible with a
+    // tiny --limit); a constant CSV feature is left unscaled (std 1).
+    stdev[ch] = (bytes ? std::max(sd, 1.0) : sd > 0 ? sd : 1.0) / 255.0;
   }
 }
 
+bool has_prefix(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// imagefolder:PATH and csv:PATH as a pool of labelled "images" (see train_data.h).
+ig::data::LabeledImages read_path_data(const TrainOptions& o, std::string& dir) {
+  ig::data::LabeledImages pool;
+  const bool csv = has_prefix(o.data, "csv:");
+  dir = o.data.substr(o.data.find(':') + 1);
+  if (csv) {
+    if (o.model != "mlp")
+      throw UsageError(fmt::format(
+          "--data {} holds rows of numbers, not images: use --model mlp, not --model {}",
+          o.data,
+          o.model));
+    if (o.augment != "none")
+      throw UsageError(fmt::format(
+          "--augment {} crops and flips images; --data {} holds rows of numbers: use "
+          "--augment none",
+          o.augment,
+          o.data));
+    ig::data::CsvData c;
+    try {
+      c = ig::data::read_csv(dir, ig::data::CsvOptions{});
+    } catch (const ig::IOError& e) {
+      throw UsageError(fmt::format("{} (ignis train takes the label from the last column)", e.what()));
+    }
+    pool.images = c.features.reshape({c.features.size(0), c.features.size(1), 1, 1});
+    pool.labels = c.labels;
+    pool.classes = c.classes;
+    return pool;
+  }
+  if (!fs::is_directory(dir))
+    throw UsageError(fmt::format(
+        "--data {}: '{}' is not a directory; give a folder with one subfolder of images per "
+        "class",
+        o.data,
+        dir));
+  ig::data::ImageFolder folder(dir, {.size = o.image_size});
+  pool.images = folder.images();
+  pool.labels = folder.labels();
+  pool.classes = folder.classes();
+  return pool;
+}
+
 }  // namespace
+
+std::string check_data_spec(const std::string& spec) {
+  for (const char* name : {"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"})
+    if (spec == name) return {};
+  for (const char* prefix : {"imagefolder:", "csv:"})
+    if (has_prefix(spec, prefix))
+      return spec.size() > std::string(prefix).size()
+                 ? std::string()
+                 : fmt::format("'{}' needs a path after the colon ({}PATH)", spec, prefix);
+  return fmt::format(
+      "{} not in {{fashion-mnist,mnist,cifar10,cifar100,synthetic}} and not "
+      "imagefolder:PATH or csv:PATH",
+      spec);
+}
+
+std::string data_label(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos) return spec;
+  fs::path p = fs::path(spec.substr(colon + 1)).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "dir/" names dir
+  return spec.substr(0, colon) + "-" + p.stem().string();
+}
 
 std::vector<double> parse_split(const std::string& split) {
   if (split == "official") return {};
@@ -139,6 +213,13 @@ TrainData load_train_data(const TrainOptions& o) {
     pool.images = set->tensors()[0];
     pool.labels = set->tensors()[1];
     for (int k = 0; k < 10; ++k) pool.classes.push_back(fmt::format("class{}", k));
+  } else if (o.data.find(':') != std::string::npos) {
+    if (official)
+      throw UsageError(fmt::format(
+          "--split official: --data {} has no official test set; use fractions such as "
+          "--split 0.7,0.1,0.2",
+          o.data));
+    pool = head(read_path_data(o, d.data_dir), o.limit);
   } else {
     d.data_dir = o.data_dir.empty() ? default_dir(o.data) : o.data_dir;
     if (!fs::is_directory(d.data_dir))

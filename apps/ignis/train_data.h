@@ -1,6 +1,9 @@
 // The data side of `ignis train`: reading the chosen data set, pooling its train and test
 // files, cutting the pool into train / validation / test parts from the seed (or keeping the
-// official test set), and the per-channel mean and std of the training part.
+// official test set), and the per-channel mean and std of the training part. Besides the
+// named sets: imagefolder:PATH (ImageFolder, images --image-size square, RGB) and csv:PATH
+// (read_csv, label in the last column; features become [N, F, 1, 1] "images" of F channels,
+// whose per-channel normalisation standardises each feature, for --model mlp only).
 #pragma once
 
 #include <ignis/ignis.h>
@@ -21,6 +24,13 @@ struct TrainData {
   std::string data_dir;           ///< where it was read from ("" for synthetic)
   std::string split_note;         ///< how the parts were made, for the log
 };
+
+/// --data's check: "" when `spec` names a known data set or is imagefolder:PATH / csv:PATH
+/// with a non-empty PATH, else what is wrong.
+std::string check_data_spec(const std::string& spec);
+/// A name for the data in file names: the set's name, or "imagefolder-<folder>" /
+/// "csv-<file stem>" for the path forms.
+std::string data_label(const std::string& spec);
 
 /// Parses "a,b,c" (train, validation, test fractions summing to 1) or "official".
 /// Throws UsageError with the fix when it is neither.

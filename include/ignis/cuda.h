@@ -130,4 +130,11 @@ void empty_cache();
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+/// Versions as the libraries encode them (CUDA 12.4 = 12040; cuBLAS 12.4.5 = 120405; cuDNN
+/// 9.1.0 = 90100); 0 without a CUDA build, and the driver's 0 without a driver. Never throw.
+int driver_version();
+int runtime_version();
+int cublas_version();
+int cudnn_version();
+
 }  // namespace ignis::cuda

@@ -16,6 +16,8 @@
 #include "ignis/data/dataloader.h"
 #include "ignis/data/dataset.h"
 #include "ignis/data/distributed_sampler.h"
+#include "ignis/data/image.h"
+#include "ignis/data/image_folder.h"
 #include "ignis/data/readers.h"
 #include "ignis/data/transforms.h"
 #include "ignis/nn/conv.h"

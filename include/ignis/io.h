@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "ignis/nn/module.h"
 #include "ignis/tensor.h"
@@ -31,5 +32,9 @@ TensorFile load_file(const std::string& path);
 /// Loads a safetensors file into module (strict: missing, unexpected and mis-shaped keys are
 /// reported together, as load_state_dict does).
 void load(nn::Module& module, const std::string& path, bool strict = true);
+/// Replaces path with `bytes` the way save() writes: a temporary file next to it, fsynced,
+/// renamed over it, then the directory fsynced, so a crash or a full disk leaves either the
+/// old file or the new one. For the small text files that accompany a model (configs, logs).
+void write_file_atomic(const std::string& path, std::string_view bytes);
 
 }  // namespace ignis

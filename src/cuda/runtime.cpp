@@ -6,6 +6,11 @@
 #include <cstring>
 #include <string>
 
+#include <cublasLt.h>
+#if IGNIS_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
@@ -79,6 +84,26 @@ void synchronize(int index) {
 
 void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
 bool allow_tf32() { return g_allow_tf32; }
+
+int driver_version() {
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess) cudaGetLastError(), v = 0;
+  return v;
+}
+
+int runtime_version() {
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) != cudaSuccess) cudaGetLastError(), v = 0;
+  return v;
+}
+
+// The versions of the libraries loaded at run time (not the headers compiled against).
+int cublas_version() { return static_cast<int>(cublasLtGetVersion()); }
+#if IGNIS_HAVE_CUDNN
+int cudnn_version() { return static_cast<int>(cudnnGetVersion()); }
+#else
+int cudnn_version() { return 0; }  // built without cuDNN
+#endif
 
 namespace detail {
 

@@ -4,7 +4,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -47,6 +49,29 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
       op,
       path,
       err);
+  return bytes;
+}
+
+std::vector<uint8_t> read_raw_file_bytes(const std::string& path, const char* op) {
+  IGNIS_CHECK(
+      std::filesystem::is_regular_file(path),
+      IOError,
+      "[{}] cannot open {}: no such file",
+      op,
+      path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  IGNIS_CHECK(f != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
+  // One read of the size the file reports, then whatever a growing file added.
+  const long size = std::fseek(f, 0, SEEK_END) == 0 ? std::ftell(f) : -1;
+  std::rewind(f);
+  std::vector<uint8_t> bytes(size_t(std::max(size, 0L)));
+  size_t got = std::fread(bytes.data(), 1, bytes.size(), f);
+  bytes.resize(got);
+  uint8_t chunk[4096];
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  IGNIS_CHECK(!failed, IOError, "[{}] cannot read {}: {}", op, path, std::strerror(errno));
   return bytes;
 }
 

@@ -21,9 +21,15 @@ struct SampleWindow {
 struct GeometryParams {
   bool reflect = false;               ///< outside the source: reflect (true) or zero (false)
   std::vector<SampleWindow> windows;  ///< one per sample
+  /// The fused CPU pipeline only (Note [Fused CPU pipeline], transforms.h): uint8 in,
+  /// float32 out, each source value v becoming (v / 255 - mean[c]) / std[c] (no mean/std:
+  /// v / 255); zero padding stays 0. Empty otherwise.
+  std::vector<float> mean, std;
+  bool to_float = false;
 };
 
-/// in: contiguous [B, C, H, W]; out: contiguous [B, C, h, w], same dtype (uint8 or float32).
+/// in: contiguous [B, C, H, W]; out: contiguous [B, C, h, w], same dtype (uint8 or float32),
+/// or uint8 -> float32 with to_float.
 using SampleGeometryFn = void (*)(const Tensor& in, Tensor& out, const GeometryParams& p);
 inline ignis::detail::KernelSlot<SampleGeometryFn> sample_geometry_kernel{"sample_geometry"};
 

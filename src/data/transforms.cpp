@@ -122,19 +122,28 @@ Tensor RandomCrop::operator()(const Tensor& x, const TransformContext& ctx) cons
   p.reflect = mode_ == PadMode::Reflect;
   p.windows.resize(size_t(x.size(0)));
   for (int64_t b = 0; b < x.size(0); ++b) {
-    const auto w = ctx.words(b);
-    p.windows[size_t(b)].top = word_below(w[0], H + 2 * pad_ - h_ + 1) - pad_;
-    p.windows[size_t(b)].left = word_below(w[1], W + 2 * pad_ - w_ + 1) - pad_;
+    const auto o = origin(H, W, ctx, b);
+    p.windows[size_t(b)].top = o[0];
+    p.windows[size_t(b)].left = o[1];
   }
   return run_geometry(x, h_, w_, p);
+}
+
+std::array<int64_t, 2> RandomCrop::origin(
+    int64_t H, int64_t W, const TransformContext& ctx, int64_t sample) const {
+  const auto w = ctx.words(sample);
+  return {word_below(w[0], H + 2 * pad_ - h_ + 1) - pad_, word_below(w[1], W + 2 * pad_ - w_ + 1) - pad_};
+}
+
+bool RandomHorizontalFlip::flips(const TransformContext& ctx, int64_t sample) const {
+  return word_uniform(ctx.words(sample)[0]) < p_;
 }
 
 Tensor RandomHorizontalFlip::operator()(const Tensor& x, const TransformContext& ctx) const {
   check_images(x, ctx, "RandomHorizontalFlip");
   GeometryParams p;
   p.windows.resize(size_t(x.size(0)));
-  for (int64_t b = 0; b < x.size(0); ++b)
-    p.windows[size_t(b)].flip = word_uniform(ctx.words(b)[0]) < p_;
+  for (int64_t b = 0; b < x.size(0); ++b) p.windows[size_t(b)].flip = flips(ctx, b);
   return run_geometry(x, x.size(2), x.size(3), p);
 }
 
@@ -200,11 +209,80 @@ Tensor ColorJitter::operator()(const Tensor& x, const TransformContext& ctx) con
   return out;
 }
 
+size_t Compose::fuse(
+    const Tensor& x, size_t k, int64_t epoch, const std::vector<int64_t>& indices, Tensor& out) const {
+  const size_t n = transforms_.size();
+  if (k >= n || !dynamic_cast<const ToFloat*>(transforms_[k].get()) || x.dtype() != kUInt8 ||
+      !x.device().is_cpu() || x.dim() != 4 || int64_t(indices.size()) != x.size(0))
+    return 0;
+  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  GeometryParams p;
+  p.to_float = true;
+  size_t j = k + 1;
+  if (j < n)
+    if (const auto* norm = dynamic_cast<const Normalize*>(transforms_[j].get())) {
+      if (int64_t(norm->mean().size()) != C) return 0;  // one by one, for Normalize's error
+      for (int64_t c = 0; c < C; ++c) {
+        p.mean.push_back(float(norm->mean()[size_t(c)]));
+        p.std.push_back(float(norm->std()[size_t(c)]));
+      }
+      ++j;
+    }
+  // Then at most one crop and one flip, in either order (the flip mirrors the window).
+  const RandomCrop* crop = nullptr;
+  const RandomHorizontalFlip* flip = nullptr;
+  size_t crop_at = 0, flip_at = 0;
+  for (; j < n; ++j) {
+    if (const auto* c = dynamic_cast<const RandomCrop*>(transforms_[j].get()); c && !crop) {
+      crop = c, crop_at = j;
+    } else if (const auto* f = dynamic_cast<const RandomHorizontalFlip*>(transforms_[j].get()); f && !flip) {
+      flip = f, flip_at = j;
+    } else {
+      break;
+    }
+  }
+  if (!crop && !flip) return 0;
+  int64_t h = H, w = W;
+  if (crop) {
+    const int64_t pad = crop->padding();
+    h = crop->height(), w = crop->width();
+    // A crop that does not fit, or reflect padding too wide, runs alone for its error.
+    if (H + 2 * pad < h || W + 2 * pad < w || (crop->mode() == PadMode::Reflect && (pad >= H || pad >= W)))
+      return 0;
+    p.reflect = crop->mode() == PadMode::Reflect;
+  }
+  p.windows.resize(size_t(B));
+  const TransformContext crop_ctx{seed_, epoch, &indices, uint32_t(crop_at)};
+  const TransformContext flip_ctx{seed_, epoch, &indices, uint32_t(flip_at)};
+  for (int64_t b = 0; b < B; ++b) {
+    SampleWindow& win = p.windows[size_t(b)];
+    if (crop) {
+      const auto o = crop->origin(H, W, crop_ctx, b);
+      win.top = o[0], win.left = o[1];
+    }
+    if (flip && flip->flips(flip_ctx, b)) {
+      win.flip = true;
+      // Flipping first mirrors the image under the window: the window moves to W - w - left.
+      if (crop && flip_at < crop_at) win.left = W - w - win.left;
+    }
+  }
+  out = empty({B, C, h, w}, kFloat32);
+  if (out.numel() > 0) detail::sample_geometry_kernel.get(x.device())(x.contiguous(), out, p);
+  return j - k;
+}
+
 Tensor Compose::apply(const Tensor& x, int64_t epoch, const std::vector<int64_t>& indices) const {
   Tensor out = x;
-  for (size_t k = 0; k < transforms_.size(); ++k) {
+  for (size_t k = 0; k < transforms_.size();) {
+    Tensor fused;
+    if (const size_t used = fuse(out, k, epoch, indices, fused)) {
+      out = fused;
+      k += used;
+      continue;
+    }
     const TransformContext ctx{seed_, epoch, &indices, uint32_t(k)};
     out = (*transforms_[k])(out, ctx);
+    ++k;
   }
   return out;
 }

@@ -138,6 +138,12 @@ void save(
   save(module.state_dict(), path, metadata);
 }
 
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  TempFile file(path);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
+}
+
 void load(nn::Module& module, const std::string& path, bool strict) {
   module.load_state_dict(load_file(path).tensors, strict);
 }

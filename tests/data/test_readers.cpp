@@ -201,7 +201,7 @@ TEST(CsvReader, HeaderNamedLabelAndErrors) {
   EXPECT_EQ(nh.features.to_vector<float>(), (std::vector<float>{2.f, 4.f}));
   write_text(dir.path("c.csv"), "a,b\n1,2\n3\n");
   EXPECT_THROW_MSG(read_csv(dir.path("c.csv")), IOError, "line 3: expected 2 columns, found 1");
-  write_text(dir.path("d.csv"), "a,b\n1,n/a\n");
+  write_text(dir.path("d.csv"), "a,b\nn/a,1\n");
   EXPECT_THROW_MSG(read_csv(dir.path("d.csv")), IOError, "expected a number, found 'n/a'");
   write_text(dir.path("e.csv"), "a,b\n1,2.5\n");
   EXPECT_THROW_MSG(read_csv(dir.path("e.csv")), IOError, "non-negative integer label");

@@ -2,9 +2,11 @@
 // bytes of a small file (computed by hand here, not by the writer), every kind of malformed
 // file the reader must refuse (bytes written by the test), and the atomic-write guarantee.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -279,6 +281,38 @@ TEST_F(SafetensorsTest, FailedSaveLeavesOldFileUntouched) {
   // A successful save replaces the old file.
   save(nn::StateDict{{"x", tensor<float>({2.0f})}}, p);
   EXPECT_EQ(values_of(load_file(p).tensors.at("x")), std::vector<double>{2.0});
+}
+
+// A full disk: write() fails with EFBIG under a file-size limit (SIGXFSZ ignored, as a shell's
+// `trap '' XFSZ; ulimit -f` does). The error names the file; the old file stays whole.
+TEST_F(SafetensorsTest, FullDiskLeavesOldFileUntouched) {
+  const std::string p = path("w.safetensors"), t = path("notes.txt");
+  save(nn::StateDict{{"x", tensor<float>({1.0f})}}, p);
+  write_file_atomic(t, "old text\n");
+  const std::string before = read_bytes(p);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW_MSG(save(nn::StateDict{{"big", ones({4096})}}, p), IOError, "w.safetensors.tmp-");
+  EXPECT_THROW_MSG(write_file_atomic(t, std::string(8192, 'x')), IOError, "File too large");
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(read_bytes(p), before);
+  EXPECT_EQ(read_bytes(t), "old text\n");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST_F(SafetensorsTest, WriteFileAtomicReplacesContent) {
+  const std::string t = path("config.json");
+  write_file_atomic(t, "{}\n");
+  EXPECT_EQ(read_bytes(t), "{}\n");
+  write_file_atomic(t, "");
+  EXPECT_EQ(read_bytes(t), "");
+  EXPECT_THROW_MSG(write_file_atomic(path("no/such/f.txt"), "x"), IOError, "cannot create");
 }
 
 }  // namespace

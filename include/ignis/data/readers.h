@@ -1,8 +1,8 @@
 // Readers of the standard image-classification files: MNIST-family IDX (plain or gzip),
-// CIFAR-10 / CIFAR-100 binary batches, and a numeric CSV. Each one validates what it reads
-// before trusting it (sizes, magic numbers, counts, label ranges) and throws ignis::IOError
-// whose message starts with the reader in brackets, names the file, and says what was expected
-// and what was found. Images come back as uint8 [N, C, H, W], labels as int64 [N].
+// CIFAR-10 / CIFAR-100 binary batches, and a CSV of numeric features with a label column.
+// Each one validates what it reads before trusting it (sizes, magic numbers, counts, label
+// ranges) and throws ignis::IOError whose message starts with the reader in brackets, names
+// the file, and says what was expected and what was found. Images come back as uint8 [N, C, H, W], labels as int64 [N].
 #pragma once
 
 #include <cstdint>
@@ -62,14 +62,35 @@ void read_cifar_file(
     std::vector<Tensor>& labels);
 
 // ---- CSV -----------------------------------------------------------------------------------
-/// Numeric features + one integer label column.
+// Comma-separated numeric features and one label column. Cells are trimmed of spaces; a cell
+// may be double-quoted ("a, b" with "" for a quote). Every feature cell must be a finite
+// number in full ("n/a", "", "nan" and "1x" are errors), every row must have the first line's
+// column count, blank lines at the end are ignored.
+// Labels: when every label cell is a non-negative integer, the integers are the labels; when
+// some label cell is not a number, every cell is a class name and the labels are indices
+// into the sorted distinct names; numbers that are not non-negative integers (2.5, -1) are an
+// error (a regression target, not classes).
+// Header: Present, Absent, or Auto, which takes the first line as a header when the label
+// column is given by name, or when one of its cells is not a number while the cell below it
+// is (so a first row whose only text is a class name is data).
+// Errors are IOError "[read_csv] <path>: line L, column C (<name>): expected ..., found ...".
+enum class CsvHeader { Auto, Present, Absent };
+struct CsvOptions {
+  /// A header name, or a 0-based index (negative counts from the end: "-1" = last).
+  std::string label_column = "-1";
+  CsvHeader header = CsvHeader::Auto;
+};
+/// Numeric features + one label column.
 struct CsvData {
   Tensor features;                         ///< float32 [N, F]
   Tensor labels;                           ///< int64 [N]
   std::vector<std::string> feature_names;  ///< from the header, or "c0", "c1", ...
+  /// Class names by label: the sorted names for a column of names; for integer labels
+  /// "0" ... "max".
+  std::vector<std::string> classes;
 };
-/// Reads a comma-separated file. With has_header the first line names the columns and
-/// label_column may be a name; otherwise label_column is a 0-based index ("-1" = last).
+CsvData read_csv(const std::string& path, const CsvOptions& options);
+/// The same with the header given as a flag (true: Present, false: Absent).
 CsvData read_csv(
     const std::string& path, const std::string& label_column = "-1", bool has_header = true);
 

@@ -18,6 +18,16 @@
 //     fs = 1 + s (2 u(w2) - 1), applied in that fixed order to float RGB in [0, 1], each step
 //     clamped to [0, 1]: x *= fb; x = fc x + (1 - fc) mean(gray(x)); x = fs x + (1 - fs) gray(x),
 //     gray = 0.299 R + 0.587 G + 0.114 B (torchvision's; it also randomises the order).
+//   RandomResizedCrop(size, scale = (s0, s1), ratio = (r0, r1)): torchvision's procedure on an
+//     H x W image. Attempt k = 0..9 draws its own words, transform_words(seed, epoch, index,
+//     stream + (k << 16)): target = H W (s0 + (s1 - s0) u(w0)),
+//     aspect = exp(log r0 + (log r1 - log r0) u(w1)), w = round(sqrt(target aspect)),
+//     h = round(sqrt(target / aspect)) (round half to even, as Python); if 0 < w <= W and
+//     0 < h <= H the box is top = word_below(w2, H - h + 1), left = word_below(w3, W - w + 1).
+//     After 10 misses, the centre crop: W / H < r0 gives w = W, h = round(W / r0);
+//     W / H > r1 gives h = H, w = round(H r1); else the whole image; top = (H - h) / 2,
+//     left = (W - w) / 2. The box is resized to size x size by bilinear interpolation
+//     (ignis/data/image.h, torchvision's resized_crop with antialias=False).
 #pragma once
 
 #include <array>
@@ -68,6 +78,8 @@ class Normalize : public BatchTransform {
  public:
   Normalize(std::vector<double> mean, std::vector<double> std);
   Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+  const std::vector<double>& mean() const { return mean_; }
+  const std::vector<double>& std() const { return std_; }
 
  private:
   std::vector<double> mean_, std_;
@@ -81,6 +93,13 @@ class RandomCrop : public BatchTransform {
  public:
   RandomCrop(int64_t height, int64_t width, int64_t padding = 0, PadMode mode = PadMode::Zeros);
   Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+  /// The window's origin {top, left} in source coordinates (negative inside the padding) for
+  /// sample `sample` of an H x W batch.
+  std::array<int64_t, 2> origin(int64_t H, int64_t W, const TransformContext& ctx, int64_t sample) const;
+  int64_t height() const { return h_; }
+  int64_t width() const { return w_; }
+  int64_t padding() const { return pad_; }
+  PadMode mode() const { return mode_; }
 
  private:
   int64_t h_, w_, pad_;
@@ -91,6 +110,7 @@ class RandomHorizontalFlip : public BatchTransform {
  public:
   explicit RandomHorizontalFlip(double p = 0.5) : p_(p) {}
   Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+  bool flips(const TransformContext& ctx, int64_t sample) const;
 
  private:
   double p_;
@@ -116,8 +136,34 @@ class ColorJitter : public BatchTransform {
   double b_, c_, s_;
 };
 
+/// A random box of each image (rule above), resized to size x size.
+class RandomResizedCrop : public BatchTransform {
+ public:
+  struct Box {
+    int64_t top = 0, left = 0, height = 0, width = 0;
+  };
+  explicit RandomResizedCrop(
+      int64_t size,
+      std::array<double, 2> scale = {0.08, 1.0},
+      std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0});
+  Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
+  /// The box sample `sample` of the batch gets in an H x W image.
+  Box box(int64_t height, int64_t width, const TransformContext& ctx, int64_t sample) const;
+
+ private:
+  int64_t size_;
+  std::array<double, 2> scale_, ratio_;
+};
+
 /// Transforms applied in order to field 0 of a batch (the images), each with its position as
 /// its stream. Usable as DataLoaderOptions::transform.
+///
+/// Note [Fused CPU pipeline]: on a uint8 CPU batch, ToFloat, an optional Normalize and then
+/// at most one RandomCrop and one RandomHorizontalFlip (either order) run as one pass that
+/// reads each source byte once and writes each output float once, with the same arithmetic
+/// ((v / 255 - mean) / std in float32, zero padding after normalisation) and the same draws,
+/// so the result is bit for bit that of running them one by one. Anything else runs one by
+/// one.
 class Compose {
  public:
   Compose(uint64_t seed, std::vector<std::shared_ptr<BatchTransform>> transforms)
@@ -126,6 +172,8 @@ class Compose {
   void operator()(Batch& batch) const;
 
  private:
+  /// The fused run starting at transforms_[k] on x, or 0 transforms consumed.
+  size_t fuse(const Tensor& x, size_t k, int64_t epoch, const std::vector<int64_t>& indices, Tensor& out) const;
   uint64_t seed_;
   std::vector<std::shared_ptr<BatchTransform>> transforms_;
 };
