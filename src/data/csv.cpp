@@ -108,7 +108,8 @@ CsvData read_csv(const std::string& path, const std::string& label_column, bool 
       const double v = parse_number(cells[size_t(c)], path, line_no, size_t(c));
       if (c == label) {
         IGNIS_CHECK(
-            v >= 0 && v == double(int64_t(v)),
+            // Range first: converting a double beyond int64 to int64 is undefined.
+            v >= 0 && v < 0x1p63 && v == double(int64_t(v)),
             IOError,
             "[read_csv] {}: line {}: expected a non-negative integer label, found '{}'",
             path,
