@@ -10,6 +10,8 @@ packages=(
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   # tests and benchmarks
   libgtest-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libjemalloc2
+  # sanitizer and fuzz builds (presets asan, tsan, fuzz): clang with libFuzzer and OpenMP
+  clang-14 libclang-rt-14-dev libomp-14-dev
   # real data (Fashion-MNIST under /usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
 )
