@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/shape_fits.h"
 #include "data/file_bytes.h"
 #include "ignis/data/readers.h"
 #include "ignis/ops.h"
@@ -90,6 +91,15 @@ Tensor read_idx(const std::string& path, int ndims, const char* op, const char* 
       overflow ? std::string("more than 2^64") : std::to_string(count),
       fmt::join(dims, " x "),
       src.disk_size());
+  // Sizes with a zero hold no data yet can still be too large to lay out (the fuzzer's
+  // 2^32-1 x 2^32-246 x 0).
+  IGNIS_CHECK(
+      ignis::detail::shape_fits(dims),
+      IOError,
+      "[{}] {}: dims {} describe more elements than a tensor can hold",
+      op,
+      path,
+      fmt::join(dims, " x "));
   Tensor out = alloc(dims);
   auto* dst = static_cast<uint8_t*>(out.data_ptr());
   const size_t have = src.read(dst, size_t(count));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/shape_fits.h"
 #include "ignis/io.h"
 #include "ignis/ops.h"
 #include "io/safetensors_format.h"
@@ -135,8 +136,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
   // product of the dims with zeros counted as ones must fit too: it is the outermost stride,
   // so [0, 2^62, 2^62] holds no bytes and still cannot be laid out.
   uint64_t bytes = static_cast<uint64_t>(itemsize(e.dtype));
-  int64_t span = 1;
-  bool overflow = false, span_overflow = false;
+  bool overflow = false;
   for (const json& d : shape) {
     IGNIS_CHECK(
         d.is_number_integer() && (d.is_number_unsigned() || d.get<int64_t>() >= 0),
@@ -155,11 +155,9 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
         brief(shape));
     e.shape.push_back(static_cast<int64_t>(s));
     overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
-    span_overflow = span_overflow ||
-                    __builtin_mul_overflow(span, std::max<int64_t>(int64_t(s), 1), &span);
   }
   IGNIS_CHECK(
-      !span_overflow,
+      detail::shape_fits(e.shape),
       IOError,
       "[load] '{}': tensor '{}': element count of shape {} overflows int64",
       path,

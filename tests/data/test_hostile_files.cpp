@@ -35,6 +35,19 @@ TEST(HostileIdx, DimsWhoseProductOverflowsAreRefused) {
       dir.path("wrap") + ": truncated: the header promises more than 2^64 data bytes, found 0");
 }
 
+// Found by fuzz_idx: an image header with dims 2^32-1 x 2^32-246 x 0 promises 0 bytes, which
+// the empty file matches, and then its element count overflowed (undefined behaviour).
+TEST(HostileIdx, FuzzCrashZeroDimWithHugeOthers) {
+  TempDir dir;
+  write_bytes(dir.path("crash"), {0x00, 0x00, 0x08, 0x03, 0xff, 0xff, 0xff, 0xff,
+                                  0xff, 0xff, 0xff, 0x0a, 0x00, 0x00, 0x00, 0x00});
+  EXPECT_THROW_MSG(
+      read_idx_images(dir.path("crash")),
+      IOError,
+      dir.path("crash") + ": dims 4294967295 x 4294967050 x 0 describe more elements than a "
+                          "tensor can hold");
+}
+
 TEST(HostileIdx, SizesBeyondThePlainFileAreRefusedBeforeAllocating) {
   TempDir dir;
   // 60000 x 28 x 28 promised, 10 bytes present.
