@@ -68,20 +68,24 @@ uint64_t ByteSource::max_inflated_size() {
 
 std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op, uint64_t max_bytes) {
   ByteSource src(path, op);
+  // Read straight into the result, a step at a time: the file's size (one step for a plain
+  // file) clamped to [4 KiB, 1 MiB], so a small file costs no megabyte buffer.
+  const size_t step = size_t(std::clamp<uint64_t>(src.disk_size() + 1, 4096, 1 << 20));
   std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
   for (;;) {
-    const size_t n = src.read(chunk.data(), chunk.size());
+    const size_t old = bytes.size();
+    bytes.resize(old + step);
+    const size_t n = src.read(bytes.data() + old, step);
+    bytes.resize(old + n);
     if (n == 0) break;
     IGNIS_CHECK(
-        bytes.size() + n <= max_bytes,
+        bytes.size() <= max_bytes,
         IOError,
         "[{}] {}: more than {} bytes{}: not a file this reader accepts",
         op,
         path,
         max_bytes,
         src.is_gzip() ? " once inflated" : "");
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   }
   return bytes;
 }
