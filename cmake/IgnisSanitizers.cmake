@@ -23,3 +23,20 @@ if(IGNIS_FUZZ)
   endif()
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
+
+# ThreadSanitizer cannot see the synchronisation inside the OpenMP runtime (libomp is not
+# instrumented): a DataLoader worker's first OpenMP call reuses memory that libomp freed on
+# another thread, which TSan reports as a race. Archer, LLVM's OpenMP tool shipped with libomp,
+# tells TSan about libomp's synchronisation; the tests run with it (IGNIS_TEST_ENVIRONMENT).
+# Even with it, libomp's internal locks inside a team of several threads still look racy, so
+# the tsan test preset also keeps OpenMP to one thread (OMP_NUM_THREADS=1).
+set(IGNIS_TEST_ENVIRONMENT "")
+if("thread" IN_LIST IGNIS_SANITIZE)
+  get_filename_component(_ignis_omp_dir "${OpenMP_omp_LIBRARY}" DIRECTORY)
+  find_library(IGNIS_ARCHER_LIBRARY NAMES archer HINTS ${_ignis_omp_dir})
+  if(IGNIS_ARCHER_LIBRARY)
+    set(IGNIS_TEST_ENVIRONMENT "OMP_TOOL_LIBRARIES=${IGNIS_ARCHER_LIBRARY}")
+  else()
+    message(WARNING "libarcher not found beside libomp: TSan will report races inside libomp")
+  endif()
+endif()
