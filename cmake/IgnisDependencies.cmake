@@ -38,15 +38,26 @@ else()
 endif()
 
 # --- MPI (optional; distributed training on the CPU) ---------------------------------------
+# IGNIS_DISTRIBUTED builds ignis::distributed's MPI backend; without it init() throws a
+# clear "built without MPI" error and everything else builds unchanged.
 find_package(MPI QUIET COMPONENTS CXX)
-if(MPI_CXX_FOUND)
-  set(IGNIS_MPI_STATUS "ON")
+option(IGNIS_DISTRIBUTED "Build the MPI backend of ignis::distributed (needs Open MPI)"
+       ${MPI_CXX_FOUND})
+if(IGNIS_DISTRIBUTED AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "IGNIS_DISTRIBUTED=ON but MPI was not found: install libopenmpi-dev")
+endif()
+if(IGNIS_DISTRIBUTED)
+  find_program(IGNIS_MPIEXEC NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
+  set(IGNIS_MPI_STATUS "ON (IGNIS_DISTRIBUTED, MPI ${MPI_CXX_VERSION}, ${IGNIS_MPIEXEC})")
+elseif(MPI_CXX_FOUND)
+  set(IGNIS_MPI_STATUS "OFF (IGNIS_DISTRIBUTED=OFF)")
 else()
   set(IGNIS_MPI_STATUS "OFF (libopenmpi-dev not found)")
 endif()
 
 # --- CUDA (optional) -------------------------------------------------------------------------
 set(IGNIS_HAVE_CUDA OFF)
+set(IGNIS_HAVE_NCCL OFF)
 if(NOT IGNIS_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
@@ -73,6 +84,12 @@ if(NOT IGNIS_CUDA STREQUAL "OFF")
               HINTS ${CUDAToolkit_INCLUDE_DIRS} ${IGNIS_CUDNN_ROOT}/include)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt AND IGNIS_CUDNN_LIBRARY AND IGNIS_CUDNN_INCLUDE_DIR)
       set(IGNIS_HAVE_CUDA ON)
+      # NCCL (GPU collectives of ignis::distributed) is installed with the toolkit.
+      find_library(IGNIS_NCCL_LIBRARY NAMES nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+      find_path(IGNIS_NCCL_INCLUDE_DIR NAMES nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+      if(IGNIS_NCCL_LIBRARY AND IGNIS_NCCL_INCLUDE_DIR)
+        set(IGNIS_HAVE_NCCL ON)
+      endif()
       set(IGNIS_CUDA_STATUS "ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, arch ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${IGNIS_CUDNN_LIBRARY})")
     else()
       set(IGNIS_CUDA_STATUS "OFF (CUDA toolkit found but cuBLASLt or cuDNN missing)")

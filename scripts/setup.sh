@@ -8,6 +8,8 @@ packages=(
   cmake ninja-build g++ ccache pkg-config
   # libraries
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  # distributed training on the CPU (MPI collectives, mpirun)
+  libopenmpi-dev openmpi-bin
   # tests and benchmarks
   libgtest-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libjemalloc2
   # sanitizer and fuzz builds (presets asan, tsan, fuzz): clang with libFuzzer and OpenMP

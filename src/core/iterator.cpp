@@ -2,13 +2,15 @@
 // dims merged where every operand steps through them as one (stride[d-1] == size[d]*stride[d]).
 #include "core/iterator.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/tensor_impl.h"
 
 namespace ignis::detail {
 
 namespace {
-ElementwisePlan build(const Tensor* const* ops, int n, const char* op) {
+ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memory_order) {
   ElementwisePlan p;
   IGNIS_CHECK(n >= 1 && n <= kMaxOperands, ValueError, "[{}] elementwise plan with {} operands",
               op, n);
@@ -24,15 +26,22 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op) {
     p.data[i] = static_cast<char*>(ops[i]->data_ptr());
     p.dtypes[i] = ops[i]->dtype();
   }
-  // Collect non-trivial dims, outermost first.
+  // Collect non-trivial dims, outermost first: in logical order, or (memory_order) in the
+  // order of the first operand's (the output's) strides, largest first, so that a permuted
+  // output (channels-last, a transpose) is written in memory order and merges with inputs of
+  // the same layout into one run. For a contiguous output both orders are the same.
   int64_t sizes[64];
   int64_t strides[kMaxOperands][64];
+  int dims[64];
   int nd = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    sizes[nd] = shape[d];
-    for (int i = 0; i < n; ++i) strides[i][nd] = ops[i]->strides()[d];
-    ++nd;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) dims[nd++] = int(d);
+  const Shape& lead = ops[0]->strides();
+  if (memory_order)
+    std::stable_sort(dims, dims + nd, [&](int x, int y) { return lead[size_t(x)] > lead[size_t(y)]; });
+  for (int k = 0; k < nd; ++k) {
+    sizes[k] = shape[size_t(dims[k])];
+    for (int i = 0; i < n; ++i) strides[i][k] = ops[i]->strides()[size_t(dims[k])];
   }
   // Merge dim d into d-1 when all operands allow it.
   int out = 0;
@@ -74,7 +83,12 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op) {
 }  // namespace
 
 ElementwisePlan make_plan(std::initializer_list<const Tensor*> operands, const char* op) {
-  return build(operands.begin(), int(operands.size()), op);
+  return build(operands.begin(), int(operands.size()), op, false);
+}
+
+ElementwisePlan make_plan_memory_order(std::initializer_list<const Tensor*> operands,
+                                       const char* op) {
+  return build(operands.begin(), int(operands.size()), op, true);
 }
 
 ElementwisePlan make_plan(const std::vector<Tensor>& operands, const char* op) {
@@ -84,7 +98,7 @@ ElementwisePlan make_plan(const std::vector<Tensor>& operands, const char* op) {
     if (n < kMaxOperands) ptrs[n] = &t;
     ++n;
   }
-  return build(ptrs, n, op);
+  return build(ptrs, n, op, false);
 }
 
 }  // namespace ignis::detail

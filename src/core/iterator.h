@@ -32,5 +32,10 @@ struct ElementwisePlan {
 /// strides; Note [Broadcast strides are zero]). operands[0] is the output.
 ElementwisePlan make_plan(std::initializer_list<const Tensor*> operands, const char* op);
 ElementwisePlan make_plan(const std::vector<Tensor>& operands, const char* op);
+/// The same, walking the dims in the output's memory order (largest stride first) rather
+/// than the logical order: for ops whose result does not depend on the visiting order
+/// (elementwise math, copy, fill), so permuted layouts run as contiguous runs.
+ElementwisePlan make_plan_memory_order(std::initializer_list<const Tensor*> operands,
+                                       const char* op);
 
 }  // namespace ignis::detail

@@ -50,6 +50,12 @@ struct TensorImpl {
 
 /// A new contiguous tensor (uninitialised memory).
 Tensor make_tensor(const Shape& sizes, DType dtype, Device device);
+/// A new tensor of `sizes` laid out like *layout_of when that tensor has the same sizes and a
+/// dense, permuted layout (channels-last, a transpose): elementwise results keep their
+/// input's memory format, as in PyTorch, so a channels-last network stays channels-last.
+/// Otherwise (null, other sizes, gaps or overlaps) a contiguous tensor.
+Tensor make_tensor_like_layout(const Shape& sizes, DType dtype, Device device,
+                               const Tensor* layout_of);
 /// A view of t's storage with other sizes/strides/offset (and optionally another dtype of
 /// the same item size).
 Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset);

@@ -5,6 +5,9 @@
 // Tensors are 4-D [N, C, H, W] in any layout; loops address them through their strides and
 // run in parallel over (n, c) planes, so every plane is read and written by one thread
 // (backward accumulations into overlapping windows therefore need no atomics).
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +15,9 @@
 #include <limits>
 
 #include "cpu/loops.h"
+#include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "core/parallel.h"
+#include "ops/nn_common.h"  // is_channels_last
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
@@ -47,11 +52,220 @@ void for_planes(const Tensor& a, const Tensor& b, const F& f) {
   });
 }
 
+/// PyTorch's max-pool step: v replaces the running maximum m (and its index) when it is
+/// strictly greater, or NaN; so the first maximum wins ties and a later NaN wins. Written with
+/// masks and a non-short-circuit `|` so GCC emits no branch (a branch here mispredicts about
+/// half the time on real activations).
+template <class T>
+[[gnu::always_inline]] inline void max_step(T v, int64_t at, T& m, int64_t& best) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;  // T is float or double
+  const bool take = (v > m) | (v != v);
+  best ^= (best ^ at) & -int64_t(take);
+  const Bits mask = Bits(0) - Bits(take);
+  m = std::bit_cast<T>(Bits((std::bit_cast<Bits>(v) & mask) | (std::bit_cast<Bits>(m) & ~mask)));
+}
+
+/// The common CNN case: 2x2 windows, stride 2, no padding, dilation 1, NCHW rows contiguous.
+/// The taps are fixed, so the loop body is straight-line code over two input rows instead of
+/// the general window loop with its bounds and dilation.
+bool is_plain_2x2(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
+  const Pair2 s = *p.stride;
+  return p.kernel[0] == 2 && p.kernel[1] == 2 && s[0] == 2 && s[1] == 2 && p.padding[0] == 0 &&
+         p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && in.stride(3) == 1 &&
+         out.stride(3) == 1 && idx.stride(3) == 1 && 2 * out.size(2) <= in.size(2) && 2 * out.size(3) <= in.size(3);
+}
+
+/// One output row of the 2x2 pool from input rows r0, r1 (float, plane row offset `base`),
+/// in scalar code; returns nothing, fills y[ow0, Wo) and ix[ow0, Wo).
+template <class T>
+void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64_t Wo,
+                 int64_t base, int64_t W) {
+  for (int64_t ow = ow0; ow < Wo; ++ow) {
+    const int64_t w = 2 * ow;
+    T m = r0[w];  // the first tap: taken even when it is -inf
+    int64_t best = base + w;
+    max_step(r0[w + 1], base + w + 1, m, best);
+    max_step(r1[w], base + W + w, m, best);
+    max_step(r1[w + 1], base + W + w + 1, m, best);
+    y[ow] = m;
+    ix[ow] = best;
+  }
+}
+
+#if defined(__x86_64__)
+/// Eight outputs per step: the even and odd columns of both rows are separated with shuffles,
+/// then the same take-if-greater-or-NaN sequence runs on vectors, tracking the tap number.
+/// Returns the first output it did not do (the scalar loop finishes the row).
+[[gnu::target("avx2,fma")]] int64_t max_row_2x2_avx2(const float* r0, const float* r1, float* y,
+                                                    int64_t* ix, int64_t Wo, int64_t base,
+                                                    int64_t W) {
+  auto split = [](const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+  };
+  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
+    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_blendv_ps(m, v, take);
+    tap = _mm256_blendv_ps(tap, id, take);
+  };
+  const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
+  int64_t ow = 0;
+  for (; ow + 8 <= Wo; ow += 8) {
+    __m256 a, b, c, d;
+    split(r0 + 2 * ow, a, b);
+    split(r1 + 2 * ow, c, d);
+    __m256 m = a, tap = _mm256_castsi256_ps(_mm256_setzero_si256());
+    step(b, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
+    step(c, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
+    step(d, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
+    _mm256_storeu_ps(y + ow, m);
+    // index within the plane = base + 2 * ow + lane + (tap >> 1) * W + (tap & 1), in int32
+    // (a plane of a pooled tensor is far below 2^31 elements), widened to int64.
+    const __m256i t = _mm256_castps_si256(tap);
+    __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
+    at = _mm256_add_epi32(at, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
+    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow),
+                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow + 4),
+                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+  }
+  return ow;
+}
+
+/// Channels-last: eight channels of one output pixel per step, from the four tap vectors.
+/// Returns the first channel it did not do.
+[[gnu::target("avx2,fma")]] int64_t max_pixel_2x2_avx2(const float* t0, const float* t1,
+                                                      const float* t2, const float* t3,
+                                                      float* y, int64_t* ix, int64_t C,
+                                                      int64_t at0, int64_t W) {
+  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
+    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_blendv_ps(m, v, take);
+    tap = _mm256_blendv_ps(tap, id, take);
+  };
+  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
+  const __m256i base = _mm256_set1_epi32(int32_t(at0));
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8) {
+    __m256 m = _mm256_loadu_ps(t0 + c), tap = _mm256_castsi256_ps(_mm256_setzero_si256());
+    step(_mm256_loadu_ps(t1 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
+    step(_mm256_loadu_ps(t2 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
+    step(_mm256_loadu_ps(t3 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
+    _mm256_storeu_ps(y + c, m);
+    const __m256i t = _mm256_castps_si256(tap);
+    __m256i at = _mm256_add_epi32(base, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
+    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c),
+                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c + 4),
+                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+  }
+  return c;
+}
+#endif
+
+template <class T>
+void max_forward_2x2(const Tensor& in, const Tensor& out, const Tensor& idx) {
+  const int64_t W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const int64_t c = in.size(1);
+  const Shape& xs = in.strides();
+  const Shape& ys = out.strides();
+  const Shape& is = idx.strides();
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, Ho * Wo * 4));
+  const bool use_avx2 = cpu_has_avx2() && in.size(2) * W < (int64_t(1) << 31);
+  detail::parallel_for(0, in.size(0) * c, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t pi = p0; pi < p1; ++pi) {
+      const int64_t i = pi / c, j = pi % c;
+      const T* x = static_cast<const T*>(in.data_ptr()) + i * xs[0] + j * xs[1];
+      T* y = static_cast<T*>(out.data_ptr()) + i * ys[0] + j * ys[1];
+      int64_t* ix = static_cast<int64_t*>(idx.data_ptr()) + i * is[0] + j * is[1];
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const T* r0 = x + 2 * oh * xs[2];
+        const T* r1 = r0 + xs[2];
+        T* yr = y + oh * ys[2];
+        int64_t* ir = ix + oh * is[2];
+        const int64_t base = 2 * oh * W;
+        int64_t done = 0;
+#if defined(__x86_64__)
+        if constexpr (std::is_same_v<T, float>)
+          if (use_avx2) done = max_row_2x2_avx2(r0, r1, yr, ir, Wo, base, W);
+#endif
+        max_row_2x2(r0, r1, yr, ir, done, Wo, base, W);
+      }
+    }
+  });
+}
+
+/// The 2x2 / stride 2 case on channels-last tensors: the channels of one pixel are contiguous,
+/// so each output pixel is an elementwise maximum over four contiguous channel vectors, which
+/// GCC vectorises across the channels (the plane-by-plane loop would stride by C).
+bool is_plain_2x2_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx,
+                                const Pool2dParams& p) {
+  const Pair2 s = *p.stride;
+  return p.kernel[0] == 2 && p.kernel[1] == 2 && s[0] == 2 && s[1] == 2 && p.padding[0] == 0 &&
+         p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 &&
+         detail::is_channels_last(in) && detail::is_channels_last(out) &&
+         detail::is_channels_last(idx) && 2 * out.size(2) <= in.size(2) &&
+         2 * out.size(3) <= in.size(3);
+}
+
+template <class T>
+void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx) {
+  const int64_t N = in.size(0), C = in.size(1), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const int64_t H = in.size(2);
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  int64_t* ix = static_cast<int64_t*>(idx.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, 4 * C));
+  const bool use_avx2 = cpu_has_avx2() && H * W < (int64_t(1) << 31);
+  detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t q = p0; q < p1; ++q) {
+      const int64_t n = q / (Ho * Wo), oh = (q / Wo) % Ho, ow = q % Wo;
+      const int64_t h = 2 * oh, w = 2 * ow;
+      const T* t0 = x + ((n * H + h) * W + w) * C;  // taps (h, w), (h, w+1), (h+1, w), (h+1, w+1)
+      const T* t1 = t0 + C;
+      const T* t2 = t0 + W * C;
+      const T* t3 = t2 + C;
+      T* yo = y + q * C;
+      int64_t* io = ix + q * C;
+      const int64_t at0 = h * W + w;  // PyTorch's index within the (n, c) plane
+      int64_t c0 = 0;
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<T, float>)
+        if (use_avx2) c0 = max_pixel_2x2_avx2(t0, t1, t2, t3, yo, io, C, at0, W);
+#endif
+      for (int64_t c = c0; c < C; ++c) {
+        T m = t0[c];
+        int64_t best = at0;
+        const T v1 = t1[c], v2 = t2[c], v3 = t3[c];
+        bool take = (v1 > m) | (v1 != v1);
+        m = take ? v1 : m;
+        best = take ? at0 + 1 : best;
+        take = (v2 > m) | (v2 != v2);
+        m = take ? v2 : m;
+        best = take ? at0 + W : best;
+        take = (v3 > m) | (v3 != v3);
+        m = take ? v3 : m;
+        best = take ? at0 + W + 1 : best;
+        yo[c] = m;
+        io[c] = best;
+      }
+    }
+  });
+}
+
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in
 // the inner loops it took 3/4 of the max-pool time.
 template <class T>
 void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;  // T is float or double
+  if (is_plain_2x2(in, out, idx, p)) return max_forward_2x2<T>(in, out, idx);
+  if (is_plain_2x2_channels_last(in, out, idx, p))
+    return max_forward_2x2_channels_last<T>(in, out, idx);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
   const int64_t n = in.size(0), c = in.size(1);
@@ -78,15 +292,7 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
           T m = -std::numeric_limits<T>::infinity();
           for (int64_t h = h0; h < h1; h += d[0])
             for (int64_t w = w0; w < w1; w += d[1]) {
-              const T v = x(h, w);
-              // Strictly greater: the first maximum wins ties; NaN wins (as PyTorch). Written
-              // with a mask and non-short-circuit `|` so GCC emits no branch (a branch here
-              // mispredicts about half the time on real activations).
-              const bool take = (v > m) | (v != v);
-              best ^= (best ^ (h * W + w)) & -int64_t(take);
-              const Bits mask = Bits(0) - Bits(take);
-              m = std::bit_cast<T>(Bits((std::bit_cast<Bits>(v) & mask) |
-                                        (std::bit_cast<Bits>(m) & ~mask)));
+              max_step(x(h, w), h * W + w, m, best);
             }
           y(oh, ow) = m;
           ix(oh, ow) = best;
@@ -96,8 +302,32 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
   });
 }
 
+/// max-pool backward on channels-last tensors: pixel by pixel, so every access runs along
+/// the contiguous channels (plane by plane, each plane would touch every cache line of the
+/// tensor). Parallel over images: windows never cross images, so no two threads add into
+/// the same element.
+template <class T>
+void max_backward_channels_last(const Tensor& go, const Tensor& idx, const Tensor& gi) {
+  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
+  const int64_t Ho = go.size(2), Wo = go.size(3);
+  const T* g = static_cast<const T*>(go.data_ptr());
+  const int64_t* ix = static_cast<const int64_t*>(idx.data_ptr());
+  T* d = static_cast<T*>(gi.data_ptr());
+  detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      T* dn = d + n * H * W * C;
+      std::fill(dn, dn + H * W * C, T(0));
+      const int64_t q0 = n * Ho * Wo;
+      for (int64_t q = q0; q < q0 + Ho * Wo; ++q)
+        for (int64_t c = 0; c < C; ++c) dn[ix[q * C + c] * C + c] += g[q * C + c];
+    }
+  });
+}
+
 template <class T>
 void max_backward(const Tensor& go, const Tensor& idx, const Tensor& gi) {
+  if (detail::is_channels_last(go) && detail::is_channels_last(idx) && detail::is_channels_last(gi))
+    return max_backward_channels_last<T>(go, idx, gi);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   const int64_t n = gi.size(0), c = gi.size(1);
   const Shape& gs = go.strides();

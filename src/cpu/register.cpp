@@ -8,6 +8,8 @@ void register_linalg_cpu();   // blas.cpp
 void register_index_cpu();    // index.cpp
 void register_sort_cpu();     // sort.cpp
 void register_softmax_cpu();  // softmax.cpp
+void register_loss_cpu();     // cross_entropy.cpp: the fused cross-entropy
+void register_optim_cpu();    // optim_update.cpp: fused optimizer updates
 void register_random_cpu();   // random.cpp
 void register_nn_cpu();       // norm.cpp: conv (oneDNN), pooling, normalisation
 void register_data_cpu();     // data_transforms.cpp: crop / flip / cutout of batches
@@ -23,6 +25,8 @@ void register_cpu_kernels() {
   cpu::register_index_cpu();
   cpu::register_sort_cpu();
   cpu::register_softmax_cpu();
+  cpu::register_loss_cpu();
+  cpu::register_optim_cpu();
   cpu::register_random_cpu();
   cpu::register_nn_cpu();
   cpu::register_data_cpu();

@@ -14,6 +14,7 @@ enum class BinaryOp : uint8_t {
   add, sub, mul, div_floor, div_trunc, maximum, minimum, pow,  // Arithmetic
   div,                                                         // FloatOnly
   eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor,  // Compare
+  relu_backward,                                               // Arithmetic (internal)
   count
 };
 inline constexpr int kNumBinaryOps = int(BinaryOp::count);
@@ -123,6 +124,15 @@ struct Pow {
     }
   }
 };
+/// relu's backward in one pass: the gradient a where the output b is positive, else 0 (a
+/// select, not a product, so a NaN gradient where the unit is off gives 0 as in PyTorch).
+struct ReluBackward {
+  IGNIS_BINARY_HEADER(relu_backward, Arithmetic)
+  template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return b > T(0) ? a : T(0);
+  }
+};
 #define IGNIS_COMPARE(STRUCT, NAME, EXPR)                                    \
   struct STRUCT {                                                            \
     IGNIS_BINARY_HEADER(NAME, Compare)                                       \
@@ -141,7 +151,8 @@ IGNIS_COMPARE(LogicalXor, logical_xor, (a != T(0)) != (b != T(0)))
 #undef IGNIS_BINARY_HEADER
 
 using BinaryFunctors = TypeList<Add, Sub, Mul, DivFloor, DivTrunc, Maximum, Minimum, Div, Pow, Eq,
-                                Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor>;
+                                Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor,
+                                ReluBackward>;
 
 template <class Op>
 IGNIS_HOST_DEVICE Op make_binary(const BinaryParams& p) {

@@ -1,7 +1,8 @@
-// nn::functional layer functions (linear, leaky_relu, dropout) as compositions of ignis ops.
-// Losses are in loss.cpp.
+// nn::functional layer functions (linear, leaky_relu, dropout) as compositions of ignis ops;
+// 2-D linear is one graph node (below). Losses are in loss.cpp.
 #include <fmt/format.h>
 
+#include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
 #include "ignis/nn/functional.h"
@@ -18,8 +19,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   IGNIS_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
               ShapeError, "[linear] bias {} does not fit weight {}", shape_str(bias.sizes()),
               shape_str(weight.sizes()));
-  // addmm does the 2-D case in one BLAS call with the bias as the accumulator.
-  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  if (x.dim() == 2) {
+    // One BLAS call (the bias is the accumulator) and one node whose backward writes the
+    // weight's gradient in the weight's own [out, in] layout (gy^T x): recorded as addmm of
+    // weight.t(), that gradient would arrive transposed and be copied on accumulation, and
+    // the t() and bias-broadcast nodes would run too.
+    Tensor out;
+    {
+      NoGradGuard plain;
+      out = bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
+    }
+    if (detail::needs_grad({&x, &weight, &bias})) {
+      const bool gx = x.requires_grad(), gw = weight.requires_grad(),
+                 gb = bias.defined() && bias.requires_grad();
+      detail::record("linear", {out}, {x, weight, bias}, {detail::save(x), detail::save(weight)},
+                     [gx, gw, gb](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+                       return std::vector<Tensor>{gx ? mm(g[0], s[1]) : Tensor(),
+                                                  gw ? mm(g[0].t(), s[0]) : Tensor(),
+                                                  gb ? g[0].sum({0}) : Tensor()};
+                     });
+    }
+    return out;
+  }
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }

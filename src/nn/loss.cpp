@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "ignis/nn/functional.h"
+#include "nn/fused_losses.h"
 
 namespace ignis::nn::functional {
 using detail::shape_str;
@@ -40,8 +41,10 @@ struct Picked {
   Shape out_shape; // the target's shape (for Reduction::None)
 };
 
-Picked pick_targets(const Tensor& logp, const Tensor& target, const Tensor& weight,
-                    int64_t ignore_index, const char* op) {
+/// The shape and dtype rules of class-index targets (and the class weight) for an input
+/// whose class dim is 1 (0 for a 1-D input); returns the number of classes.
+int64_t check_class_targets(const Tensor& logp, const Tensor& target, const Tensor& weight,
+                            const char* op) {
   check_floating(logp, "input", op);
   IGNIS_CHECK(logp.dim() >= 1, ShapeError, "[{}] input must have a class dim, got a scalar", op);
   IGNIS_CHECK(is_integral(target.dtype()), DTypeError,
@@ -56,7 +59,12 @@ Picked pick_targets(const Tensor& logp, const Tensor& target, const Tensor& weig
   IGNIS_CHECK(!weight.defined() || (weight.dim() == 1 && weight.size(0) == C), ShapeError,
               "[{}] weight must be 1-D with {} elements (one per class), got {}", op, C,
               shape_str(weight.defined() ? weight.sizes() : Shape{}));
+  return C;
+}
 
+Picked pick_targets(const Tensor& logp, const Tensor& target, const Tensor& weight,
+                    int64_t ignore_index, const char* op) {
+  const int64_t C = check_class_targets(logp, target, weight, op);
   Picked r;
   Shape perm{0};
   for (int64_t d = 2; d < logp.dim(); ++d) perm.push_back(d);
@@ -114,6 +122,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
               op, ls);
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t C = input.size(class_dim);
+  if (!is_floating(target.dtype())) {
+    check_class_targets(input, target, opts.weight, op);
+    Tensor fused = detail_loss::fused_cross_entropy(input, target, opts);
+    if (fused.defined()) return fused;
+  }
   Tensor logp = ignis::log_softmax(input, class_dim);
 
   if (is_floating(target.dtype())) {  // class probabilities

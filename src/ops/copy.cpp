@@ -37,7 +37,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
   }
   if (partially_overlaps(*this, src)) src = src.clone();
   Tensor expanded = src.expand(sizes());
-  copy_kernel.get(device())(make_plan({this, &expanded}, "copy_"));
+  copy_kernel.get(device())(make_plan_memory_order({this, &expanded}, "copy_"));
   return *this;
 }
 
@@ -90,7 +90,7 @@ Tensor& Tensor::fill_(const Scalar& value) {
     });
   check_writable_layout(*this, "fill_");
   if (numel() == 0) return *this;
-  fill_kernel.get(device())(make_plan({this}, "fill_"), value);
+  fill_kernel.get(device())(make_plan_memory_order({this}, "fill_"), value);
   return *this;
 }
 

@@ -102,14 +102,14 @@ Tensor unary_op(const Tensor& x, UnaryOp op, OpKind kind, const char* name,
                 name, dtype_name(result), dtype_name(out->dtype()), name);
     dst = *out;
   } else {
-    dst = make_tensor(x.sizes(), result, x.device());
+    dst = make_tensor_like_layout(x.sizes(), result, x.device(), &x);
   }
   if (out && partially_overlaps(dst, in)) in = in.clone();
   ensure_kernels_registered();
   UnaryKernelFn k = unary_kernels[int(x.device().type)][int(op)];
   IGNIS_CHECK(k != nullptr, NotImplementedError, "[{}] not implemented for {}", name,
               device_type_name(x.device().type));
-  if (dst.numel() > 0) k(make_plan({&dst, &in}, name), compute, params);
+  if (dst.numel() > 0) k(make_plan_memory_order({&dst, &in}, name), compute, params);
   if (!out && needs_grad({&in})) record_unary(op, name, in, dst, params);
   return dst;
 }
@@ -162,7 +162,9 @@ Tensor binary_op(const ElementwiseOperand& a_op, const ElementwiseOperand& b_op,
     if (partially_overlaps(dst, a)) a = a.clone();
     if (partially_overlaps(dst, b)) b = b.clone();
   } else {
-    dst = make_tensor(shape, result, device);
+    // The layout of the first operand that has the result's shape (PyTorch's order).
+    const Tensor* like = a.sizes() == shape ? &a : (b.sizes() == shape ? &b : nullptr);
+    dst = make_tensor_like_layout(shape, result, device, like);
   }
   ensure_kernels_registered();
   BinaryKernelFn k = binary_kernels[int(device.type)][int(op)];
@@ -170,7 +172,7 @@ Tensor binary_op(const ElementwiseOperand& a_op, const ElementwiseOperand& b_op,
               device_type_name(device.type));
   if (dst.numel() > 0) {
     Tensor ae = a.expand(shape), be = b.expand(shape);
-    k(make_plan({&dst, &ae, &be}, name), compute, params);
+    k(make_plan_memory_order({&dst, &ae, &be}, name), compute, params);
   }
   if (!out && needs_grad({&a, &b})) record_binary(op, name, a, b, dst, params.alpha);
   return dst;
@@ -428,10 +430,11 @@ Tensor where_impl(const Tensor& cond, const Op& a_op, const Op& b_op) {
   if (b.device() != device) b = b.to(device);
   const Shape shape = broadcast_shape(broadcast_shape(cond.sizes(), a.sizes(), "where"),
                                       b.sizes(), "where");
-  Tensor out = make_tensor(shape, t, device);
+  const Tensor* like = a.sizes() == shape ? &a : (b.sizes() == shape ? &b : nullptr);
+  Tensor out = make_tensor_like_layout(shape, t, device, like);
   if (out.numel() == 0) return out;
   Tensor ce = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
-  where_kernel.get(device)(make_plan({&out, &ce, &ae, &be}, "where"));
+  where_kernel.get(device)(make_plan_memory_order({&out, &ce, &ae, &be}, "where"));
   if (needs_grad({&a, &b})) record_where(cond, a, b, out);
   return out;
 }

@@ -17,6 +17,13 @@ using kernels::UnaryParams;
 using Grads = std::vector<Tensor>;
 
 namespace {
+/// relu's gradient from the output gradient g and relu's output: one elementwise pass.
+/// Recorded like any binary op, so its own backward (for create_graph) exists.
+Tensor relu_backward(const Tensor& g, const Tensor& out) {
+  return binary_op(g, out, BinaryOp::relu_backward, kernels::BinaryKind::Arithmetic,
+                   "relu_backward", {}, nullptr);
+}
+
 /// A unary op applied to x for use inside backward formulas (e.g. gelu's derivative).
 Tensor apply_unary(UnaryOp op, const Tensor& x) {
   return unary_op(x, op, kernels::OpKind::Floating, "backward", {}, nullptr);
@@ -34,7 +41,7 @@ void record_unary(UnaryOp op, const char* name, const Tensor& x, const Tensor& o
       return one([](const Grads& g, const Grads& s) { return Grads{mul(g[0], sign(s[0]))}; }, {save(x)});
     case UnaryOp::sign: return one([](const Grads& g, const Grads&) { return Grads{zeros_like(g[0])}; }, {});
     case UnaryOp::relu:
-      return one([](const Grads& g, const Grads& s) { return Grads{where(gt(s[0], 0), g[0], Scalar(0))}; },
+      return one([](const Grads& g, const Grads& s) { return Grads{relu_backward(g[0], s[0])}; },
                  {save_output(out)});
     case UnaryOp::clamp:
       return one(
@@ -112,6 +119,9 @@ void record_binary(BinaryOp op, const char* name, const Tensor& a, const Tensor&
   switch (op) {
     case BinaryOp::add:
       return two([alpha](const Grads& g, const Grads&) { return Grads{g[0], alpha == 1 ? g[0] : mul(g[0], alpha)}; }, {});
+    case BinaryOp::relu_backward:  // linear in the gradient; the mask has none
+      return two([](const Grads& g, const Grads& s) { return Grads{relu_backward(g[0], s[0]), Tensor()}; },
+                 {save(b)});
     case BinaryOp::sub:
       return two([alpha](const Grads& g, const Grads&) { return Grads{g[0], mul(g[0], -alpha)}; }, {});
     case BinaryOp::mul:

@@ -148,7 +148,10 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, const Tensor* inpu
   Tensor out = make_tensor(out_shape, a.dtype(), a.device());
   if (out.numel() == 0) return out;
   const bool read_input = input != nullptr && !is_zero(beta);
-  if (read_input) out.copy_(*input);
+  if (read_input) {
+    NoGradGuard plain;  // the calling op records the whole result, not this fill
+    out.copy_(*input);
+  }
   // An empty sum, or alpha = 0: beta * input, or zeros. The factors are not read, so NaN in
   // them is ignored as the BLAS standard intends — OpenBLAS 0.3.21 itself returns NaN for
   // small products with alpha = 0, so this cannot be left to the library.
@@ -247,9 +250,10 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   check_inner("mm", a, b, a.size(1), b.size(0));
   Tensor out = gemm("mm", a, b, nullptr, 0, 1);
   if (needs_grad({&a, &b}))
-    record("mm", {out}, {a, b}, {save(a), save(b)}, [](const Grads& g, const Grads& s) {
-      return Grads{mm(g[0], s[1].t()), mm(s[0].t(), g[0])};
-    });
+    record("mm", {out}, {a, b}, {save(a), save(b)},
+           [ga = a.requires_grad(), gb = b.requires_grad()](const Grads& g, const Grads& s) {
+             return Grads{ga ? mm(g[0], s[1].t()) : Tensor(), gb ? mm(s[0].t(), g[0]) : Tensor()};
+           });
   return out;
 }
 
@@ -280,10 +284,17 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
   check_input_broadcast("addmm", input, {a.size(0), b.size(1)});
   Tensor out = gemm("addmm", a, b, &input, beta, alpha);
   if (needs_grad({&input, &a, &b}))
-    record("addmm", {out}, {input, a, b}, {save(a), save(b)}, [beta, alpha](const Grads& g, const Grads& s) {
-      // input's gradient is in the result's shape: the engine sums its broadcast dims.
-      return Grads{mul(g[0], beta), mul(mm(g[0], s[1].t()), alpha), mul(mm(s[0].t(), g[0]), alpha)};
-    });
+    record("addmm", {out}, {input, a, b}, {save(a), save(b)},
+           [beta, alpha, gi = input.requires_grad(), ga = a.requires_grad(),
+            gb = b.requires_grad()](const Grads& g, const Grads& s) {
+             // Gradients nobody needs are not computed (the GEMMs are most of the cost); a
+             // factor of 1 is not multiplied in. input's gradient is in the result's shape:
+             // the engine sums its broadcast dims.
+             auto scaled = [](Tensor t, const Scalar& k) { return k.to_double() == 1 ? t : mul(t, k); };
+             return Grads{gi ? scaled(g[0], beta) : Tensor(),
+                          ga ? scaled(mm(g[0], s[1].t()), alpha) : Tensor(),
+                          gb ? scaled(mm(s[0].t(), g[0]), alpha) : Tensor()};
+           });
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/optim_kernels.h"
+#include "ops/write_checks.h"
 #include "ignis/ops.h"
 #include "ignis/optim/adagrad.h"
 #include "ignis/optim/adam.h"
@@ -68,7 +70,45 @@ void SGD::validate(const GroupOptions& o) const {
               ValueError, "[SGD] Nesterov momentum requires a momentum and zero dampening");
 }
 
+namespace {
+/// The fused SGD kernel when the device has one and the tensors are plain (contiguous
+/// float32/float64 of one dtype); false leaves the update to the ops below.
+bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  using detail::sgd_update_kernel;
+  if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype() ||
+      !p.is_contiguous() || !grad.is_contiguous() || grad.device() != p.device() ||
+      !sgd_update_kernel.has(p.device().type))
+    return false;
+  detail::SgdUpdateArgs a;
+  a.momentum = option(o, "momentum");
+  if (a.momentum != 0) {
+    auto it = st.find("momentum_buffer");
+    if (it == st.end()) {
+      it = st.emplace("momentum_buffer", empty_like(p)).first;
+      a.first = true;
+    }
+    Tensor& buf = it->second;
+    if (!buf.is_contiguous() || buf.dtype() != p.dtype()) return false;
+    a.momentum_buffer = buf.data_ptr();
+    detail::check_writable_layout(buf, "SGD");
+  }
+  a.dtype = p.dtype();
+  a.n = p.numel();
+  a.param = p.data_ptr();
+  a.grad = grad.data_ptr();
+  a.lr = option(o, "lr");
+  a.dampening = option(o, "dampening");
+  a.weight_decay = option(o, "weight_decay");
+  a.nesterov = flag(o, "nesterov");
+  a.maximize = flag(o, "maximize");
+  detail::check_writable_layout(p, "SGD");
+  sgd_update_kernel.get(p.device())(a);
+  return true;
+}
+}  // namespace
+
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  if (sgd_fused(p, grad, st, o)) return;
   const double momentum = option(o, "momentum"), wd = option(o, "weight_decay");
   Tensor d_p = flag(o, "maximize") ? -grad : grad;
   if (wd != 0) d_p = d_p.add(p, wd);

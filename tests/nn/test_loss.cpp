@@ -87,6 +87,41 @@ TEST(CrossEntropy, ClassIndicesEveryOption) {
                         1e-5, 1e-6));
 }
 
+// The fused [N, C] path (one node, its own backward kernel) against central differences for
+// every option, and its create_graph formula against differences of the gradient itself.
+TEST(CrossEntropy, GradientsEveryOption) {
+  const int64_t N = 6, C = 4;
+  Tensor x = testing::random_tensor({N, C}, -2, 2, 41).requires_grad_(true);
+  Tensor target = tensor<int64_t>({0, 3, 2, 2, 1, 3});
+  Tensor w = testing::random_tensor({C}, 0.3, 1.7, 42);
+  for (bool weighted : {false, true})
+    for (int64_t ignore : {-100, 2})
+      for (double ls : {0.0, 0.2})
+        for (Reduction r : kReductions) {
+          F::CrossEntropyOptions o{.ignore_index = ignore, .label_smoothing = ls, .reduction = r};
+          if (weighted) o.weight = w;
+          const std::string what = "cross_entropy weighted " + std::to_string(weighted) +
+                                   " ignore " + std::to_string(ignore) + " ls " +
+                                   std::to_string(ls) + " r " + std::to_string(int(r));
+          testing::expect_gradcheck(what, [&](const auto& v) { return F::cross_entropy(v[0], target, o); }, {x});
+          // create_graph: the gradient's own gradient (a weighted sum of it) by differences.
+          testing::expect_gradcheck(what + " double backward", [&](const auto& v) {
+            // The finite differences evaluate this on plain perturbed copies: make them leaves.
+            EnableGradGuard grad_on;
+            Tensor xin = v[0].requires_grad() ? v[0] : v[0].detach().requires_grad_(true);
+            Tensor loss = F::cross_entropy(xin, target, o).sum();
+            Tensor g = autograd::grad({loss}, {xin}, {}, true, true)[0];
+            return (g * g).sum();
+          }, {x});
+        }
+  // float32 logits: the kernel's float path against the float64 gradient.
+  Tensor x32 = x.detach().to(kFloat32).requires_grad_(true);
+  F::cross_entropy(x32, target, {.weight = w.to(kFloat32), .label_smoothing = 0.1}).backward();
+  Tensor x64 = x.detach().clone().requires_grad_(true);
+  F::cross_entropy(x64, target, {.weight = w, .label_smoothing = 0.1}).backward();
+  EXPECT_TRUE(all_close(x32.grad(), values_of(x64.grad()), 1e-5, 1e-7));
+}
+
 TEST(CrossEntropy, SpatialAndUnbatchedInputs) {
   // [N, C, d]: the class dim is 1; the reference moves it last.
   const int64_t N = 2, C = 4, D = 3;

@@ -34,6 +34,14 @@ Pool2dParams pp(detail::Pair2 k, detail::Pair2 s, detail::Pair2 pad, detail::Pai
 }
 const PoolCase kPoolCases[] = {
     {"k2s2", 2, 3, 6, 6, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    // Odd sizes: the 2x2 fast path must leave the last row and column out, and must not run
+    // for ceil mode's partial windows.
+    {"k2s2_odd", 2, 3, 7, 9, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    {"k2s2_odd_ceil", 1, 2, 7, 9, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, true)},
+    // Rows of 18 outputs: two 8-wide vector groups and a scalar tail.
+    {"k2s2_wide", 1, 2, 4, 37, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
+    // 19 channels: in channels-last, two 8-channel vector groups and a tail per pixel.
+    {"k2s2_channels", 2, 19, 4, 6, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)},
     {"k3s2p1", 2, 3, 7, 8, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false)},
     {"ceil", 1, 2, 7, 6, pp({3, 2}, {2, 2}, {1, 1}, {1, 1}, true)},
     {"ceil_no_pad_count", 1, 2, 8, 7, pp({3, 3}, {3, 2}, {1, 0}, {1, 1}, true, false)},
@@ -137,6 +145,31 @@ TEST(Pool2d, MaxPoolTiesNaNAnd3dInput) {
   const auto ry = detail::max_pool2d_forward(y, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false));
   EXPECT_TRUE(std::isnan(ry.output.item<double>()));
   EXPECT_EQ(ry.indices.item<int64_t>(), 1);
+  // The same in float rows wide enough for the vector path: NaN at each tap of each window,
+  // -inf windows, and a later NaN winning over an earlier one.
+  const int64_t W = 32;
+  std::vector<double> v(size_t(2 * W));
+  for (int64_t i = 0; i < 2 * W; ++i) v[size_t(i)] = double((i * 7) % 5);
+  for (int64_t o = 0; o < W / 2; ++o) {
+    const int64_t tap = o % 4, at = (tap / 2) * W + 2 * o + tap % 2;
+    if (o % 3 == 0) v[size_t(at)] = nan;
+    if (o % 5 == 0) v[size_t(W + 2 * o + 1)] = nan;
+    if (o == 7) v[size_t(2 * o)] = v[size_t(2 * o + 1)] = v[size_t(W + 2 * o)] = v[size_t(W + 2 * o + 1)] = -INFINITY;
+  }
+  const Tensor z = make_input(v, {1, 1, 2, W}, kFloat32);
+  const auto rz = detail::max_pool2d_forward(z, pp({2, 2}, {2, 2}, {0, 0}, {1, 1}, false));
+  const auto zi = rz.indices.to_vector<int64_t>();
+  const auto zo = rz.output.to(kFloat64).to_vector<double>();
+  for (int64_t o = 0; o < W / 2; ++o) {
+    int64_t best = 2 * o;
+    double m = -INFINITY;
+    for (int64_t at : {2 * o, 2 * o + 1, W + 2 * o, W + 2 * o + 1}) {
+      const double x = v[size_t(at)];
+      if (x > m || std::isnan(x)) m = x, best = at;
+    }
+    EXPECT_EQ(zi[size_t(o)], best) << "window " << o;
+    EXPECT_TRUE(std::isnan(m) ? std::isnan(zo[size_t(o)]) : zo[size_t(o)] == m) << "window " << o;
+  }
 }
 
 TEST(Pool2d, AdaptiveAvgMatchesStartEndFormula) {

@@ -326,3 +326,37 @@ TEST(Compare, EqualAndAllclose) {
   EXPECT_FALSE(allclose(tensor<double>({NAN}), tensor<double>({NAN})));
   EXPECT_TRUE(allclose(tensor<double>({NAN, INFINITY}), tensor<double>({NAN, INFINITY}), 1e-5, 1e-8, true));
 }
+
+// Results keep a dense permuted layout of their (first full-shape) input, as PyTorch's
+// TensorIterator does; values are those of the same ops on contiguous copies.
+TEST(Layout, ResultsKeepTheInputsMemoryFormat) {
+  const Shape nchw{2, 3, 4, 5};
+  auto channels_last = [](const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); };
+  const Shape cl_strides{60, 1, 15, 3};
+  Tensor x = random_tensor(nchw, -1, 1, 7), y = random_tensor(nchw, -1, 1, 8);
+  Tensor xc = channels_last(x), yc = channels_last(y);
+  Tensor bias = random_tensor({1, 3, 1, 1}, -1, 1, 9);
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>> ops = {
+      {"relu", [](const Tensor& a, const Tensor&) { return relu(a); }},
+      {"exp", [](const Tensor& a, const Tensor&) { return exp(a); }},
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }},
+      {"mul scalar", [](const Tensor& a, const Tensor&) { return a * 3.0; }},
+      {"add broadcast", [&](const Tensor& a, const Tensor&) { return a + bias; }},
+      {"where", [](const Tensor& a, const Tensor& b) { return where(a > 0, a, b); }},
+      {"to float64", [](const Tensor& a, const Tensor&) { return a.to(kFloat64) * 1.0; }},
+  };
+  for (const auto& [name, op] : ops) {
+    Tensor r = op(xc, yc);
+    EXPECT_EQ(r.strides(), cl_strides) << name;
+    EXPECT_EQ(values_of(r), values_of(op(x, y))) << name;
+  }
+  // A contiguous first operand decides for a mixed pair; so does a channels-last one.
+  EXPECT_TRUE((x + yc).is_contiguous());
+  EXPECT_EQ((xc + y).strides(), cl_strides);
+  EXPECT_EQ(values_of(xc + y), values_of(x + y));
+  // A transposed matrix stays transposed; a strided slice (not dense) gives a contiguous result.
+  Tensor m = random_tensor({6, 4}, -1, 1, 10);
+  EXPECT_EQ(neg(m.t()).strides(), (Shape{1, 4}));
+  EXPECT_EQ(values_of(neg(m.t())), values_of(neg(m.t().contiguous())));
+  EXPECT_TRUE(neg(m.slice(0, 0, 6, 2)).is_contiguous());
+}

@@ -1,0 +1,79 @@
+// nn::DistributedDataParallel: data-parallel training over the ranks of a process group
+// (PyTorch's torch.nn.parallel.DistributedDataParallel). Each rank runs the same model on its
+// own share of the batch; during backward the gradients are averaged across ranks, in buckets
+// whose all-reduce starts as soon as the bucket's last gradient is ready, overlapping the
+// communication with the rest of backward. After backward every rank holds the same gradients,
+// so the same optimizer step keeps the replicas equal.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ignis/distributed.h"
+#include "ignis/nn/module.h"
+
+namespace ignis::nn {
+
+struct DistributedDataParallelOptions {
+  /// Bucket size in MiB (PyTorch's bucket_cap_mb); a larger parameter gets a bucket alone.
+  double bucket_cap_mb = 25;
+  /// Mark parameters the forward did not use as ready (zero gradient) so their buckets still
+  /// reduce; costs a walk of the autograd graph per forward. Without it, a parameter with no
+  /// gradient makes the next forward throw, naming it (it never hangs).
+  bool find_unused_parameters = false;
+  /// Copy rank 0's buffers (BatchNorm running statistics) to every rank before each forward.
+  bool broadcast_buffers = true;
+  /// The group to train over; the default group when null.
+  std::shared_ptr<distributed::ProcessGroup> process_group;
+  /// Starts the reduction of one bucket (its gradients, concatenated) and returns its Work;
+  /// when that completes, `bucket` must hold the gradients to use, averaged over the ranks
+  /// (PyTorch's register_comm_hook: compression, logging). Default: all_reduce(Avg, async).
+  std::function<distributed::WorkPtr(distributed::ProcessGroup&, Tensor& bucket)> comm_hook;
+};
+
+namespace detail {
+class Reducer;
+}
+
+/// Wraps `module` (registered as its child "module", so state-dict keys get PyTorch's "module."
+/// prefix). Construction broadcasts rank 0's parameters and buffers, and is collective: every
+/// rank must construct it. Parameters are bucketed in reverse registration order (the order
+/// backward produces their gradients). Move the module to its device (module.to()) before
+/// wrapping it: the wrapper hooks the parameter tensors it finds at construction.
+class DistributedDataParallel : public Module {
+ public:
+  explicit DistributedDataParallel(Module& module, DistributedDataParallelOptions options = {});
+  ~DistributedDataParallel() override;
+
+  /// Broadcasts buffers (broadcast_buffers), runs module.forward(x) and, when grad is
+  /// enabled, prepares the gradient reduction of the coming backward.
+  Tensor forward(const Tensor& x) override;
+  Module& module() { return module_; }
+
+  /// While alive, backward accumulates gradients locally without communicating (gradient
+  /// accumulation); the first backward after it averages the accumulated gradients.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallel& ddp);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool prev_;
+  };
+  [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
+  /// The parameter names of each bucket, in bucket order (for inspection and tests).
+  std::vector<std::vector<std::string>> bucket_parameter_names() const;
+
+ private:
+  Module& module_;
+  DistributedDataParallelOptions options_;
+  std::shared_ptr<detail::Reducer> reducer_;
+};
+
+}  // namespace ignis::nn

@@ -1,0 +1,140 @@
+// CPU kernels of the fused cross-entropy (formulas in src/ops/loss_kernels.h). Rows are
+// independent, so both passes split the rows across threads; the forward's per-row losses
+// are summed afterwards in row order in double, so the result does not depend on the thread
+// count. The forward keeps the softmax, so the backward is one multiply-add per element.
+#include <cmath>
+#include <vector>
+
+#include "core/parallel.h"
+#include "cpu/loops.h"
+#include "ops/loss_kernels.h"
+
+namespace ignis::cpu {
+namespace {
+using detail::CrossEntropyBackward;
+using detail::CrossEntropyForward;
+using detail::LossReduction;
+
+bool ignored(const detail::CrossEntropyArgs& a, int64_t i) {
+  return a.target[i] == a.ignore_index;
+}
+
+template <class T>
+double class_weight(const detail::CrossEntropyArgs& a, int64_t cls) {
+  return a.weight ? double(static_cast<const T*>(a.weight)[cls]) : 1.0;
+}
+
+/// Sum of all class weights (C without a weight): the smoothing term's total mass.
+template <class T>
+double weight_total(const detail::CrossEntropyArgs& a) {
+  double s = 0;
+  for (int64_t j = 0; j < a.c; ++j) s += class_weight<T>(a, j);
+  return s;
+}
+
+template <class T>
+void forward_rows(CrossEntropyForward& a) {
+  const T* x = static_cast<const T*>(a.logits);
+  T* prob = static_cast<T*>(a.prob);
+  const double eps = a.label_smoothing, C = double(a.c);
+  std::vector<double> row_loss(size_t(a.n), 0.0);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(a.c, 1));
+  detail::parallel_for(0, a.n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* row = x + i * a.c;
+      T* p = prob + i * a.c;
+      T m = row[0];
+      for (int64_t j = 1; j < a.c; ++j) m = row[j] > m ? row[j] : m;
+      double s = 0;
+      for (int64_t j = 0; j < a.c; ++j) {
+        p[j] = std::exp(row[j] - m);  // exp in T (expf for float), summed in double
+        s += double(p[j]);
+      }
+      const T inv = T(1 / s);
+      for (int64_t j = 0; j < a.c; ++j) p[j] *= inv;
+      const double l = double(m) + std::log(s);  // log-sum-exp of the row
+      if (ignored(a, i)) continue;
+      const int64_t t = a.target[i];
+      if (t < 0 || t >= a.c) continue;  // reported by the caller from bad_row
+      double loss = (1 - eps) * class_weight<T>(a, t) * (l - double(row[t]));
+      if (eps > 0) {
+        double smooth = 0;
+        for (int64_t j = 0; j < a.c; ++j) smooth += class_weight<T>(a, j) * (l - double(row[j]));
+        loss += eps / C * smooth;
+      }
+      row_loss[size_t(i)] = loss;
+    }
+  });
+  double total = 0, wsum = 0;
+  for (int64_t i = 0; i < a.n; ++i) {
+    if (ignored(a, i)) continue;
+    const int64_t t = a.target[i];
+    if (t < 0 || t >= a.c) {
+      a.bad_row = i;
+      return;
+    }
+    total += row_loss[size_t(i)];
+    wsum += class_weight<T>(a, t);
+  }
+  a.weight_sum = wsum;
+  T* out = static_cast<T*>(a.out);
+  switch (a.reduction) {
+    case LossReduction::None:
+      for (int64_t i = 0; i < a.n; ++i) out[i] = T(row_loss[size_t(i)]);
+      break;
+    case LossReduction::Sum: out[0] = T(total); break;
+    case LossReduction::Mean: out[0] = T(total / wsum); break;
+  }
+}
+
+template <class T>
+void backward_rows(const CrossEntropyBackward& a) {
+  const T* prob = static_cast<const T*>(a.prob);
+  const T* g = static_cast<const T*>(a.grad_out);
+  T* gi = static_cast<T*>(a.grad_in);
+  const double eps = a.label_smoothing, C = double(a.c);
+  const double w_all = weight_total<T>(a);
+  const double scale = a.reduction == LossReduction::Mean ? double(g[0]) / a.weight_sum
+                                                         : double(g[0]);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(a.c, 1));
+  detail::parallel_for(0, a.n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T* out = gi + i * a.c;
+      if (ignored(a, i)) {
+        for (int64_t j = 0; j < a.c; ++j) out[j] = T(0);
+        continue;
+      }
+      const double s = a.reduction == LossReduction::None ? double(g[i]) : scale;
+      const T* p = prob + i * a.c;
+      const int64_t t = a.target[i];
+      // d_j = s * (hard * p_j + soft * (w_all * p_j - w_j)) - s * hard * [j == t]
+      const T hard = T(s * (1 - eps) * class_weight<T>(a, t));
+      const T soft = T(s * eps / C);
+      if (!a.weight) {
+        const T coef = hard + soft * T(w_all);
+        for (int64_t j = 0; j < a.c; ++j) out[j] = coef * p[j] - soft;
+      } else {
+        for (int64_t j = 0; j < a.c; ++j)
+          out[j] = hard * p[j] + soft * (T(w_all) * p[j] - T(class_weight<T>(a, j)));
+      }
+      out[t] -= hard;
+    }
+  });
+}
+
+void cross_entropy_forward(CrossEntropyForward& a) {
+  visit_float_or_double(a.dtype, [&]<class T>() { forward_rows<T>(a); });
+}
+
+void cross_entropy_backward(const CrossEntropyBackward& a) {
+  visit_float_or_double(a.dtype, [&]<class T>() { backward_rows<T>(a); });
+}
+
+}  // namespace
+
+void register_loss_cpu() {
+  detail::cross_entropy_forward_kernel.set(DeviceType::CPU, &cross_entropy_forward);
+  detail::cross_entropy_backward_kernel.set(DeviceType::CPU, &cross_entropy_backward);
+}
+
+}  // namespace ignis::cpu

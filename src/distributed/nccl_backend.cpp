@@ -1,0 +1,240 @@
+// The NCCL backend: collectives on CUDA tensors, one communicator per group, bootstrapped by
+// broadcasting rank 0's ncclUniqueId over the group's MPI backend. Built with the CUDA backend
+// (nccl_stub.cpp otherwise).
+//
+// Streams: each communicator has its own stream. A collective first makes that stream wait for
+// the work already queued on the legacy default stream (which produced the inputs), then queues
+// the NCCL call and records an event. Work::is_completed() queries the event; wait() polls it
+// against the group's timeout (aborting the communicator on timeout, which makes the NCCL
+// kernels return) and then makes the default stream wait for the event, so kernels queued
+// after wait() see the result. NCCL reduces bf16 and f16 natively (no float32 round trip) and
+// has a native average (ncclAvg).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <thread>
+
+#include "distributed/backend.h"
+#include "ignis/ops.h"
+
+namespace ignis::distributed::detail {
+namespace {
+
+struct NcclComm {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  int rank = 0;
+  int size = 1;
+  int* scratch = nullptr;  // one int on the device for barrier()
+  std::string broken;      // why the communicator may no longer be used, else ""
+  ~NcclComm() {
+    cudaSetDevice(device);
+    if (comm) broken.empty() ? ncclCommDestroy(comm) : ncclCommAbort(comm);
+    if (scratch) cudaFree(scratch);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+void check_nccl(ncclResult_t rc, const char* op, const NcclComm& c) {
+  if (rc == ncclSuccess) return;
+  fail(op, c.rank, c.size,
+       fmt::format("NCCL error on cuda:{}: {} ({})", c.device, ncclGetErrorString(rc),
+                   c.comm ? ncclGetLastError(c.comm) : ""));
+}
+void check_cuda(cudaError_t rc, const char* op, const NcclComm& c) {
+  if (rc == cudaSuccess) return;
+  fail(op, c.rank, c.size,
+       fmt::format("CUDA error on cuda:{}: {}", c.device, cudaGetErrorString(rc)));
+}
+
+ncclDataType_t nccl_type(DType d) {
+  switch (d) {
+    case DType::Float32: return ncclFloat32;
+    case DType::Float64: return ncclFloat64;
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Float16: return ncclFloat16;
+    case DType::Int64: return ncclInt64;
+    case DType::Int32: return ncclInt32;
+    case DType::UInt8:
+    case DType::Bool: return ncclUint8;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op, DType d) {
+  // bool as bytes 0/1: max is logical or, min logical and (a sum could wrap past 255).
+  if (d == DType::Bool) return op == ReduceOp::Min ? ncclMin : ncclMax;
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+class NcclWork : public Work {
+ public:
+  NcclWork(std::shared_ptr<NcclComm> comm, const char* op, std::chrono::milliseconds timeout,
+           std::vector<Tensor> keep)
+      : comm_(std::move(comm)), op_(op), timeout_(timeout),
+        start_(std::chrono::steady_clock::now()), keep_(std::move(keep)) {
+    check_cuda(cudaEventCreateWithFlags(&done_event_, cudaEventDisableTiming), op_, *comm_);
+  }
+  ~NcclWork() override { cudaEventDestroy(done_event_); }
+  cudaEvent_t event() const { return done_event_; }
+
+  bool is_completed() override {
+    if (done_) return true;
+    cudaError_t rc = cudaEventQuery(done_event_);
+    if (rc == cudaErrorNotReady) {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm_->comm, &async);
+      check_nccl(async, op_, *comm_);
+      return false;
+    }
+    check_cuda(rc, op_, *comm_);
+    // Later kernels on the default stream must see the result.
+    check_cuda(cudaStreamWaitEvent(nullptr, done_event_, 0), op_, *comm_);
+    done_ = true;
+    return true;
+  }
+
+  void wait() override {
+    for (int polls = 0; !is_completed(); ++polls) {
+      auto waited = std::chrono::steady_clock::now() - start_;
+      if (waited > timeout_) {
+        comm_->broken = fmt::format("{} timed out on rank {}", op_, comm_->rank);
+        ncclCommAbort(comm_->comm);  // makes the stuck NCCL kernel return
+        comm_->comm = nullptr;
+        fail(op_, comm_->rank, comm_->size,
+             fmt::format("timed out after {:.1f} s on cuda:{}: another rank did not call it or "
+                         "is stuck; the communicator was aborted. End the job with "
+                         "distributed::abort()",
+                         std::chrono::duration<double>(waited).count(), comm_->device));
+      }
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+ private:
+  std::shared_ptr<NcclComm> comm_;
+  const char* op_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Tensor> keep_;
+  cudaEvent_t done_event_ = nullptr;
+  bool done_ = false;
+};
+
+class NcclBackend : public Backend {
+ public:
+  explicit NcclBackend(std::shared_ptr<NcclComm> comm) : comm_(std::move(comm)) {}
+  const char* name() const override { return "nccl"; }
+  int rank() const override { return comm_->rank; }
+  int size() const override { return comm_->size; }
+
+  WorkPtr all_reduce(Tensor b, ReduceOp op) override {
+    return run("all_reduce", {b}, [&] {
+      return ncclAllReduce(b.data_ptr(), b.data_ptr(), size_t(b.numel()), nccl_type(b.dtype()),
+                           nccl_op(op, b.dtype()), comm_->comm, comm_->stream);
+    });
+  }
+  WorkPtr broadcast(Tensor b, int src) override {
+    return run("broadcast", {b}, [&] {
+      return ncclBroadcast(b.data_ptr(), b.data_ptr(), size_t(b.numel()), nccl_type(b.dtype()),
+                           src, comm_->comm, comm_->stream);
+    });
+  }
+  WorkPtr all_gather(Tensor out, Tensor in) override {
+    return run("all_gather", {out, in}, [&] {
+      return ncclAllGather(in.data_ptr(), out.data_ptr(), size_t(in.numel()),
+                           nccl_type(in.dtype()), comm_->comm, comm_->stream);
+    });
+  }
+  WorkPtr reduce_scatter(Tensor out, Tensor in, ReduceOp op) override {
+    return run("reduce_scatter", {out, in}, [&] {
+      return ncclReduceScatter(in.data_ptr(), out.data_ptr(), size_t(out.numel()),
+                               nccl_type(in.dtype()), nccl_op(op, in.dtype()), comm_->comm,
+                               comm_->stream);
+    });
+  }
+  WorkPtr barrier() override {
+    return run("barrier", {}, [&] {
+      return ncclAllReduce(comm_->scratch, comm_->scratch, 1, ncclInt32, ncclSum, comm_->comm,
+                           comm_->stream);
+    });
+  }
+  std::shared_ptr<Backend> duplicate() const override {
+    auto c = std::make_shared<NcclComm>();
+    c->device = comm_->device;
+    c->rank = comm_->rank;
+    c->size = comm_->size;
+    check_cuda(cudaSetDevice(c->device), "new_group", *comm_);
+    check_nccl(ncclCommSplit(comm_->comm, 0, comm_->rank, &c->comm, nullptr), "new_group",
+               *comm_);
+    finish_setup(*c);
+    auto b = std::make_shared<NcclBackend>(c);
+    b->set_timeout(timeout_);
+    return b;
+  }
+
+  static void finish_setup(NcclComm& c) {
+    check_cuda(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), "init", c);
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&c.scratch), sizeof(int)), "init", c);
+  }
+
+ private:
+  template <class Call>
+  WorkPtr run(const char* op, std::vector<Tensor> keep, Call&& call) {
+    if (!comm_->broken.empty())
+      fail(op, comm_->rank, comm_->size,
+           fmt::format("the NCCL communicator is unusable: {}", comm_->broken));
+    for (const Tensor& t : keep)
+      if (t.device().index != comm_->device)
+        fail(op, comm_->rank, comm_->size,
+             fmt::format("a tensor on {} given to the communicator of cuda:{}", t.device().str(),
+                         comm_->device));
+    check_cuda(cudaSetDevice(comm_->device), op, *comm_);
+    auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep));
+    // The inputs were written by kernels on the default stream: order after them.
+    check_cuda(cudaEventRecord(w->event(), nullptr), op, *comm_);
+    check_cuda(cudaStreamWaitEvent(comm_->stream, w->event(), 0), op, *comm_);
+    check_nccl(call(), op, *comm_);
+    check_cuda(cudaEventRecord(w->event(), comm_->stream), op, *comm_);
+    return w;
+  }
+
+  std::shared_ptr<NcclComm> comm_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_nccl_backend(Backend& bootstrap, Device device,
+                                           std::chrono::milliseconds timeout) {
+  auto c = std::make_shared<NcclComm>();
+  c->device = device.index;
+  c->rank = bootstrap.rank();
+  c->size = bootstrap.size();
+  check_cuda(cudaSetDevice(c->device), "nccl init", *c);
+  // Rank 0 makes the id; the MPI group carries it to the others.
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (c->rank == 0) check_nccl(ncclGetUniqueId(&id), "nccl init", *c);
+  Tensor bytes = empty({int64_t(sizeof(id))}, kUInt8);
+  std::memcpy(bytes.data_ptr(), &id, sizeof(id));
+  bootstrap.broadcast(bytes, 0)->wait();
+  std::memcpy(&id, bytes.data_ptr(), sizeof(id));
+  check_nccl(ncclCommInitRank(&c->comm, c->size, id, c->rank), "nccl init", *c);
+  NcclBackend::finish_setup(*c);
+  auto b = std::make_shared<NcclBackend>(c);
+  b->set_timeout(timeout);
+  return b;
+}
+
+}  // namespace ignis::distributed::detail

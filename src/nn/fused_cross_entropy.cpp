@@ -1,0 +1,105 @@
+// cross_entropy with class-index targets as one graph node over two kernels
+// (src/ops/loss_kernels.h has the formulas). The composition of log_softmax, gather, masks and
+// reductions in loss.cpp computes the same values with ~15 ops and a host sync for the range
+// check; for the small classifier heads that end most training steps, those ops cost more
+// than the arithmetic. Backward runs the fused kernel, or, when the graph of the gradient is
+// itself wanted (create_graph), the same formula written with differentiable ops.
+#include <fmt/format.h>
+
+#include "autograd/record.h"
+#include "core/tensor_impl.h"
+#include "nn/fused_losses.h"
+#include "ops/loss_kernels.h"
+
+namespace ignis::nn::functional::detail_loss {
+using namespace ignis::detail;
+
+namespace {
+LossReduction to_kernel(Reduction r) {
+  switch (r) {
+    case Reduction::None: return LossReduction::None;
+    case Reduction::Sum: return LossReduction::Sum;
+    default: return LossReduction::Mean;
+  }
+}
+
+/// The backward formula with ops, for create_graph. x [n, c], t [n] int64, w [c] or undefined.
+Tensor grad_with_ops(const Tensor& g, const Tensor& x, const Tensor& t, const Tensor& w,
+                     const CrossEntropyArgs& a, double weight_sum) {
+  const int64_t C = a.c;
+  Tensor keep = ne(t, Scalar(a.ignore_index));
+  Tensor safe = where(keep, t, Scalar(int64_t(0)));
+  Tensor keepf = keep.to(x.dtype()).unsqueeze(1);
+  Tensor p = ignis::softmax(x, 1);
+  Tensor onehot = one_hot(safe, C).to(x.dtype());
+  Tensor w_t = w.defined() ? index_select(w, 0, safe).unsqueeze(1) : ones_like(keepf);
+  const double eps = a.label_smoothing;
+  Tensor d = (p - onehot) * w_t * (1 - eps);
+  if (eps > 0) {
+    const double w_all = w.defined() ? w.sum().item<double>() : double(C);
+    Tensor wrow = w.defined() ? w.unsqueeze(0) : ones({1, C}, x.dtype());
+    d = d + (p * w_all - wrow) * (eps / double(C));
+  }
+  d = d * keepf;
+  if (a.reduction == LossReduction::None) return d * g.reshape({-1, 1});
+  return a.reduction == LossReduction::Mean ? d * (g / weight_sum) : d * g;
+}
+}  // namespace
+
+Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
+                           const CrossEntropyOptions& opts) {
+  if (input.dim() > 2 || (input.dtype() != kFloat32 && input.dtype() != kFloat64) ||
+      !cross_entropy_forward_kernel.has(input.device().type) ||
+      opts.reduction == Reduction::BatchMean)
+    return {};
+  const bool one_row = input.dim() == 1;
+  Tensor x = (one_row ? input.unsqueeze(0) : input).detach().contiguous();
+  Tensor t = target.to(kInt64).reshape({-1}).contiguous();
+  Tensor w = opts.weight.defined() ? opts.weight.detach().to(input.dtype()).contiguous() : Tensor();
+  CrossEntropyForward f;
+  f.dtype = x.dtype();
+  f.n = x.size(0);
+  f.c = x.size(1);
+  f.logits = x.data_ptr();
+  f.target = t.data_ptr<int64_t>();
+  f.weight = w.defined() ? w.data_ptr() : nullptr;
+  f.ignore_index = opts.ignore_index;
+  f.label_smoothing = opts.label_smoothing;
+  f.reduction = to_kernel(opts.reduction);
+  Tensor prob = make_tensor({f.n, f.c}, x.dtype(), x.device());
+  Tensor out = f.reduction == LossReduction::None ? make_tensor(target.sizes(), x.dtype(), x.device())
+                                                  : make_tensor({}, x.dtype(), x.device());
+  f.prob = prob.data_ptr();
+  f.out = out.data_ptr();
+  cross_entropy_forward_kernel.get(x.device())(f);
+  if (f.bad_row >= 0)
+    throw IndexError(fmt::format("[cross_entropy] target {} is out of range for {} classes",
+                                 t[f.bad_row].item<int64_t>(), f.c));
+  if (needs_grad({&input})) {
+    const CrossEntropyArgs args = f;
+    const double weight_sum = f.weight_sum;
+    const Shape in_shape = input.sizes();
+    // The input itself is saved (not the detached copy the kernel read) so the create_graph
+    // formula's ops connect to it.
+    record("cross_entropy", {out}, {input}, {save(input), save(prob)},
+           [args, weight_sum, in_shape, t, w](const Grads& g, const Grads& s) {
+             if (is_grad_enabled()) {
+               Tensor x2 = s[0].reshape({args.n, args.c});
+               return Grads{grad_with_ops(g[0], x2, t, w, args, weight_sum).reshape(in_shape)};
+             }
+             Tensor go = g[0].contiguous();
+             Tensor gi = make_tensor({args.n, args.c}, s[0].dtype(), s[0].device());
+             CrossEntropyBackward b;
+             static_cast<CrossEntropyArgs&>(b) = args;
+             b.prob = s[1].data_ptr();
+             b.grad_out = go.data_ptr();
+             b.weight_sum = weight_sum;
+             b.grad_in = gi.data_ptr();
+             cross_entropy_backward_kernel.get(gi.device())(b);
+             return Grads{gi.reshape(in_shape)};
+           });
+  }
+  return out;
+}
+
+}  // namespace ignis::nn::functional::detail_loss
