@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libjemalloc2
   # the report.html browser test (headless)
   chromium
+  # sanitizer and fuzz builds (presets asan, tsan, fuzz): clang with libFuzzer and OpenMP
+  clang-14 libclang-rt-14-dev libomp-14-dev
   # real data (Fashion-MNIST under /usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
 )

@@ -51,6 +51,26 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 /// data-parallel wrapper starts its all-reduce from here).
 void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(Tensor&)> hook);
 
+/// Whether anomaly detection is on for backward passes run on this thread.
+bool is_anomaly_enabled();
+void set_anomaly_enabled(bool enabled);
+
+/// Turns anomaly detection on while alive (like torch.autograd.detect_anomaly): every
+/// gradient a node's backward produces is checked, and a NaN or infinity throws ValueError
+/// naming that node's op, the input the gradient is for (shape, dtype) and the forward op that
+/// created that input. Off (the default), backward checks nothing and costs nothing extra.
+/// The switch is per thread, like grad mode.
+class detect_anomaly {
+ public:
+  detect_anomaly() : prev_(is_anomaly_enabled()) { set_anomaly_enabled(true); }
+  ~detect_anomaly() { set_anomaly_enabled(prev_); }
+  detect_anomaly(const detect_anomaly&) = delete;
+  detect_anomaly& operator=(const detect_anomaly&) = delete;
+
+ private:
+  bool prev_;
+};
+
 struct GradcheckOptions {
   double eps = 1e-6;   ///< central-difference step
   double atol = 1e-5;

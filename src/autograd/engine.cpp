@@ -48,6 +48,31 @@ Tensor run_pre_hooks(Node& node, uint32_t slot, Tensor grad) {
   return grad;
 }
 
+std::atomic<uint64_t> g_anomaly_checks{0};
+
+// detect_anomaly: every gradient node produced must be finite. The check runs with grad mode
+// off (it must not become part of a create_graph graph) and names the node, the input the bad
+// gradient is for and the op that created that input, which is where to look.
+void check_anomaly(const Node& node, const std::vector<Tensor>& in_grads) {
+  GradModeScope no_grad(false);
+  for (size_t i = 0; i < in_grads.size() && i < node.next_edges.size(); ++i) {
+    const Tensor& g = in_grads[i];
+    const Edge& e = node.next_edges[i];
+    // A gradient nobody receives (an input that needs none) cannot spoil anything.
+    if (!g.defined() || !e.valid() || !is_floating(g.dtype())) continue;
+    g_anomaly_checks.fetch_add(1, std::memory_order_relaxed);
+    if (all(isfinite(g)).item<bool>()) continue;
+    const char* what = any(isnan(g)).item<bool>() ? "nan" : "inf";
+    const std::string source = dynamic_cast<const AccumulateGrad*>(e.fn.get()) != nullptr
+                                   ? std::string("a leaf tensor")
+                                   : fmt::format("the forward op '{}'", e.fn->name());
+    throw ValueError(fmt::format(
+        "[backward] detect_anomaly: the backward of '{}' returned {} in its gradient {} (shape "
+        "{}, {}); that input was created by {}",
+        node.name(), what, i, shape_str(g.sizes()), dtype_name(g.dtype()), source));
+  }
+}
+
 void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
   // Dependencies: how many edges point at each node reachable from the roots.
   std::unordered_map<Node*, int> deps;
@@ -98,6 +123,7 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
     const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
     std::vector<Tensor> in_grads;
     if (!is_leaf_node || task.accumulate) in_grads = node->apply(std::move(grads));
+    if (autograd::is_anomaly_enabled()) check_anomaly(*node, in_grads);
     if (!task.keep_graph) node->release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
@@ -137,6 +163,8 @@ std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs,
   return grads;
 }
 }  // namespace
+
+uint64_t anomaly_checks() { return g_anomaly_checks.load(std::memory_order_relaxed); }
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
 

@@ -76,6 +76,10 @@ struct AccumulateGrad final : Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
 };
 
+/// How many gradients detect_anomaly has checked in this process (the tests use it to show
+/// that nothing is checked while anomaly mode is off).
+uint64_t anomaly_checks();
+
 /// The edge a gradient of t flows into: its grad_fn, or its leaf accumulator, or none.
 Edge gradient_edge(const Tensor& t);
 

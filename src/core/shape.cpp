@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/shape_fits.h"
 
 namespace ignis::detail {
 
@@ -74,9 +75,19 @@ bool is_contiguous_layout(const Shape& sizes, const Shape& strides) {
   return true;
 }
 
+bool shape_fits(const Shape& shape) {
+  int64_t span = 8;  // the widest element, in bytes
+  for (int64_t s : shape)
+    if (s < 0 || __builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span)) return false;
+  return true;
+}
+
 void check_sizes(const Shape& shape, const char* op) {
   for (int64_t s : shape)
     IGNIS_CHECK(s >= 0, ValueError, "[{}] negative size in shape {}", op, shape_str(shape));
+  IGNIS_CHECK(shape_fits(shape), ValueError,
+              "[{}] shape {} has too many elements: the product of its sizes overflows int64",
+              op, shape_str(shape));
 }
 
 }  // namespace ignis::detail

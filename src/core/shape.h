@@ -23,7 +23,7 @@ std::string shape_str(const Shape& shape);
 Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
 /// True when a tensor with these sizes/strides is laid out row-major without gaps.
 bool is_contiguous_layout(const Shape& sizes, const Shape& strides);
-/// Throws ValueError unless every size is >= 0.
+/// Throws ValueError unless every size is >= 0 and the shape fits (core/shape_fits.h).
 void check_sizes(const Shape& shape, const char* op);
 
 }  // namespace ignis::detail

@@ -14,41 +14,82 @@
 
 namespace ignis::data::detail {
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
+ByteSource::ByteSource(const std::string& path, const char* op) : path_(path), op_(op) {
+  std::error_code ec;
   IGNIS_CHECK(
-      std::filesystem::is_regular_file(path),
+      std::filesystem::is_regular_file(path, ec),
       IOError,
       "[{}] cannot open {}: no such file",
       op,
       path);
-  gzFile f = gzopen(path.c_str(), "rb");
-  IGNIS_CHECK(f != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
-  for (;;) {
-    const int n = gzread(f, chunk.data(), unsigned(chunk.size()));
-    if (n < 0) {
+  disk_size_ = std::filesystem::file_size(path, ec);
+  IGNIS_CHECK(!ec, IOError, "[{}] cannot open {}: {}", op, path, ec.message());
+  f_ = gzopen(path.c_str(), "rb");
+  IGNIS_CHECK(f_ != nullptr, IOError, "[{}] cannot open {}: {}", op, path, std::strerror(errno));
+}
+
+ByteSource::~ByteSource() { gzclose(f_); }
+
+size_t ByteSource::read(void* dst, size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    // gzread takes an unsigned count; read in chunks of at most 1 GiB.
+    const unsigned want = unsigned(std::min<size_t>(n - done, size_t(1) << 30));
+    const int got = gzread(f_, out + done, want);
+    if (got < 0) {
       int code = 0;
-      std::string msg = gzerror(f, &code);
-      gzclose(f);
-      throw IOError(fmt::format("[{}] {}: corrupt or truncated gzip data ({})", op, path, msg));
+      const char* msg = gzerror(f_, &code);
+      throw IOError(fmt::format(
+          "[{}] {}: corrupt or truncated gzip data ({})", op_, path_, msg ? msg : ""));
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
+    if (got == 0) break;
+    done += size_t(got);
   }
-  // A gzip stream cut short reads as a clean end in some zlib versions; gzerror says
-  // Z_BUF_ERROR ("unexpected end of file") then.
-  int code = Z_OK;
-  const char* msg = gzerror(f, &code);
-  const std::string err = msg ? msg : "";
-  gzclose(f);
-  IGNIS_CHECK(
-      code == Z_OK || code == Z_STREAM_END,
-      IOError,
-      "[{}] {}: corrupt or truncated gzip data ({})",
-      op,
-      path,
-      err);
+  if (done < n) {
+    // A gzip stream cut short reads as a clean end in some zlib versions; gzerror says
+    // Z_BUF_ERROR ("unexpected end of file") then.
+    int code = Z_OK;
+    const char* msg = gzerror(f_, &code);
+    IGNIS_CHECK(
+        code == Z_OK || code == Z_STREAM_END,
+        IOError,
+        "[{}] {}: corrupt or truncated gzip data ({})",
+        op_,
+        path_,
+        msg ? msg : "");
+  }
+  return done;
+}
+
+bool ByteSource::is_gzip() { return gzdirect(f_) == 0; }
+
+uint64_t ByteSource::max_inflated_size() {
+  // 1 KiB of slack covers the stored blocks and headers of a tiny stream.
+  return is_gzip() ? disk_size_ * kMaxInflateRatio + 1024 : disk_size_;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op, uint64_t max_bytes) {
+  ByteSource src(path, op);
+  // Read straight into the result, a step at a time: the file's size (one step for a plain
+  // file) clamped to [4 KiB, 1 MiB], so a small file costs no megabyte buffer.
+  const size_t step = size_t(std::clamp<uint64_t>(src.disk_size() + 1, 4096, 1 << 20));
+  std::vector<uint8_t> bytes;
+  for (;;) {
+    const size_t old = bytes.size();
+    bytes.resize(old + step);
+    const size_t n = src.read(bytes.data() + old, step);
+    bytes.resize(old + n);
+    if (n == 0) break;
+    IGNIS_CHECK(
+        bytes.size() <= max_bytes,
+        IOError,
+        "[{}] {}: more than {} bytes{}: not a file this reader accepts",
+        op,
+        path,
+        max_bytes,
+        src.is_gzip() ? " once inflated" : "");
+  }
   return bytes;
 }
 

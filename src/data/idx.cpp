@@ -3,10 +3,15 @@
 //   d x uint32 sizes;  then prod(sizes) elements.
 // The magic is thus 0x00000801 for labels and 0x00000803 for images; both are checked, and
 // the data length must equal the product of the sizes exactly (a longer file is as suspect as
-// a shorter one).
-#include <cstring>
+// a shorter one). The product is checked against what the file can hold before anything is
+// allocated, and reading stops one byte past it (gzip bombs are cut short).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
 
 #include "core/error.h"
+#include "core/shape_fits.h"
 #include "data/file_bytes.h"
 #include "ignis/data/readers.h"
 #include "ignis/ops.h"
@@ -15,29 +20,30 @@ namespace ignis::data {
 
 namespace {
 
-struct IdxFile {
-  std::vector<uint8_t> bytes;
-  std::vector<int64_t> dims;
-  size_t data_offset = 0;
-};
-
 uint32_t be32(const uint8_t* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
 
-/// Reads and validates an IDX file of uint8 elements with `ndims` dims.
-IdxFile read_idx(const std::string& path, int ndims, const char* op, const char* what) {
-  IdxFile f;
-  f.bytes = detail::read_file_bytes(path, op);
-  const uint32_t expected_magic = 0x0800u | uint32_t(ndims);
+/// Reads and validates an IDX file of uint8 elements with `ndims` dims: its dims, and its
+/// data (the product of the dims, in bytes) into `alloc(dims)`'s buffer. Every size is checked
+/// before anything is allocated: the product must not overflow, and must fit in what the
+/// file can hold (its size when plain, what deflate can reach from its size when gzip). The
+/// data is read into the tensor directly and never past the promised size, so a gzip bomb
+/// stops after one byte more than the header promised.
+template <typename Alloc>
+Tensor read_idx(const std::string& path, int ndims, const char* op, const char* what, Alloc alloc) {
+  detail::ByteSource src(path, op);
+  uint8_t head[4 + 4 * 3];
+  const size_t got = src.read(head, 4);
   IGNIS_CHECK(
-      f.bytes.size() >= 4,
+      got == 4,
       IOError,
       "[{}] {}: truncated: expected a 4-byte IDX header, found {} bytes",
       op,
       path,
-      f.bytes.size());
-  const uint32_t magic = be32(f.bytes.data());
+      got);
+  const uint32_t expected_magic = 0x0800u | uint32_t(ndims);
+  const uint32_t magic = be32(head);
   IGNIS_CHECK(
       magic == expected_magic,
       IOError,
@@ -48,49 +54,86 @@ IdxFile read_idx(const std::string& path, int ndims, const char* op, const char*
       what,
       magic);
   const size_t header = 4 + 4 * size_t(ndims);
+  const size_t got_dims = src.read(head + 4, header - 4);
   IGNIS_CHECK(
-      f.bytes.size() >= header,
+      got_dims == header - 4,
       IOError,
       "[{}] {}: truncated: expected a {}-byte header, found {} bytes",
       op,
       path,
       header,
-      f.bytes.size());
+      4 + got_dims);
+  std::vector<int64_t> dims;
   uint64_t count = 1;
+  bool overflow = false;
   for (int d = 0; d < ndims; ++d) {
-    f.dims.push_back(int64_t(be32(f.bytes.data() + 4 + 4 * d)));
-    count *= uint64_t(f.dims.back());
+    dims.push_back(int64_t(be32(head + 4 + 4 * d)));
+    overflow = overflow || __builtin_mul_overflow(count, uint64_t(dims.back()), &count);
   }
-  f.data_offset = header;
-  const uint64_t have = f.bytes.size() - header;
+  const uint64_t room = src.max_inflated_size() - std::min<uint64_t>(src.disk_size(), header);
+  if (!src.is_gzip())
+    IGNIS_CHECK(
+        !overflow && count == room,
+        IOError,
+        "[{}] {}: {}: the header promises {} data bytes, found {}",
+        op,
+        path,
+        !overflow && count < room ? "trailing bytes" : "truncated",
+        overflow ? std::string("more than 2^64") : std::to_string(count),
+        room);
   IGNIS_CHECK(
-      have == count,
+      !overflow && count <= room,
+      IOError,
+      "[{}] {}: truncated: the header promises {} data bytes (dims {}), more than a gzip file "
+      "of {} bytes can inflate to",
+      op,
+      path,
+      overflow ? std::string("more than 2^64") : std::to_string(count),
+      fmt::join(dims, " x "),
+      src.disk_size());
+  // Sizes with a zero hold no data yet can still be too large to lay out (the fuzzer's
+  // 2^32-1 x 2^32-246 x 0).
+  IGNIS_CHECK(
+      ignis::detail::shape_fits(dims),
+      IOError,
+      "[{}] {}: dims {} describe more elements than a tensor can hold",
+      op,
+      path,
+      fmt::join(dims, " x "));
+  Tensor out = alloc(dims);
+  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  const size_t have = src.read(dst, size_t(count));
+  uint8_t extra;
+  const bool trailing = have == count && src.read(&extra, 1) == 1;
+  IGNIS_CHECK(
+      have == count && !trailing,
       IOError,
       "[{}] {}: {}: the header promises {} data bytes, found {}",
       op,
       path,
-      have < count ? "truncated" : "trailing bytes",
+      trailing ? "trailing bytes" : "truncated",
       count,
-      have);
-  return f;
+      trailing ? std::string("more") : std::to_string(have));
+  return out;
 }
 
 }  // namespace
 
 Tensor read_idx_images(const std::string& path) {
-  IdxFile f = read_idx(path, 3, "read_idx_images", "uint8 images, 3 dims");
-  Tensor out = empty({f.dims[0], 1, f.dims[1], f.dims[2]}, kUInt8);
-  if (out.numel() > 0)
-    std::memcpy(out.data_ptr(), f.bytes.data() + f.data_offset, size_t(out.numel()));
-  return out;
+  return read_idx(path, 3, "read_idx_images", "uint8 images, 3 dims", [](const Shape& d) {
+    return empty({d[0], 1, d[1], d[2]}, kUInt8);
+  });
 }
 
 Tensor read_idx_labels(const std::string& path, int64_t num_classes) {
-  IdxFile f = read_idx(path, 1, "read_idx_labels", "uint8 labels, 1 dim");
-  Tensor out = empty({f.dims[0]}, kInt64);
+  const Tensor raw = read_idx(
+      path, 1, "read_idx_labels", "uint8 labels, 1 dim", [](const Shape& d) {
+        return empty({d[0]}, kUInt8);
+      });
+  Tensor out = empty({raw.numel()}, kInt64);
   int64_t* dst = out.data_ptr<int64_t>();
-  const uint8_t* src = f.bytes.data() + f.data_offset;
-  for (int64_t i = 0; i < f.dims[0]; ++i) {
+  const uint8_t* src = raw.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < raw.numel(); ++i) {
     IGNIS_CHECK(
         int64_t(src[i]) < num_classes,
         IOError,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/shape_fits.h"
 #include "ignis/io.h"
 #include "ignis/ops.h"
 #include "io/safetensors_format.h"
@@ -40,12 +41,33 @@ void read_exact(std::FILE* f, void* dst, size_t n, const std::string& path, cons
   IGNIS_CHECK(std::fread(dst, 1, n, f) == n, IOError, "[load] '{}': short read of {}", path, what);
 }
 
+// A JSON value for an error message, cut short: a forged header can put megabytes into one
+// field, and the message should name the problem, not repeat the file.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  constexpr size_t kMax = 80;
+  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
+  return s;
+}
+
+// A safetensors header nests three levels (header object, tensor entry, shape or offsets
+// array); anything deeper is not the format, and refusing it early keeps a forged header of
+// deeply nested arrays from driving recursive code (dump, destruction) into the stack limit.
+constexpr int kMaxHeaderDepth = 3;
+
 // nlohmann keeps the last of duplicate keys silently; a parser callback sees every key, so
 // keep one set of seen keys per open object and refuse a repeat at any depth.
 json parse_header(const std::string& text, const std::string& path) {
   std::vector<std::set<std::string>> open;
   std::string duplicate;
-  auto cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) {
+  auto cb = [&](int depth, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start)
+      IGNIS_CHECK(
+          depth < kMaxHeaderDepth,
+          IOError,
+          "[load] '{}': header nests deeper than the {} levels of the format",
+          path,
+          kMaxHeaderDepth);
     if (ev == json::parse_event_t::object_start)
       open.emplace_back();
     else if (ev == json::parse_event_t::object_end)
@@ -77,7 +99,7 @@ uint64_t as_u64(
       path,
       name,
       field,
-      v.dump());
+      brief(v));
   return v.get<uint64_t>();
 }
 
@@ -93,7 +115,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
       "[load] '{}': tensor '{}': unexpected fields in {}",
       path,
       name,
-      v.dump());
+      brief(v));
   Entry e{name, DType::Float32, {}, 0, 0};
   const json& dt = v["dtype"];
   auto dtype = dt.is_string() ? io_detail::dtype_from_tag(dt.get<std::string>()) : std::nullopt;
@@ -103,14 +125,16 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
       "[load] '{}': tensor '{}': unknown dtype {}",
       path,
       name,
-      dt.dump());
+      brief(dt));
   e.dtype = *dtype;
 
   const json& shape = v["shape"];
   IGNIS_CHECK(
       shape.is_array(), IOError, "[load] '{}': tensor '{}': shape is not an array", path, name);
   // Sizes are multiplied with overflow checks: a forged shape whose product wraps around
-  // could otherwise match small offsets and allocate a tensor bigger than the file.
+  // could otherwise match small offsets and allocate a tensor bigger than the file. The
+  // product of the dims with zeros counted as ones must fit too: it is the outermost stride,
+  // so [0, 2^62, 2^62] holds no bytes and still cannot be laid out.
   uint64_t bytes = static_cast<uint64_t>(itemsize(e.dtype));
   bool overflow = false;
   for (const json& d : shape) {
@@ -120,7 +144,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
         "[load] '{}': tensor '{}': negative or non-integer dim in shape {}",
         path,
         name,
-        shape.dump());
+        brief(shape));
     uint64_t s = d.get<uint64_t>();
     IGNIS_CHECK(
         s <= static_cast<uint64_t>(INT64_MAX),
@@ -128,17 +152,24 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
         "[load] '{}': tensor '{}': dim too large in shape {}",
         path,
         name,
-        shape.dump());
+        brief(shape));
     e.shape.push_back(static_cast<int64_t>(s));
     overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
   }
+  IGNIS_CHECK(
+      detail::shape_fits(e.shape),
+      IOError,
+      "[load] '{}': tensor '{}': element count of shape {} overflows int64",
+      path,
+      name,
+      brief(shape));
   IGNIS_CHECK(
       !overflow,
       IOError,
       "[load] '{}': tensor '{}': byte size of shape {} overflows",
       path,
       name,
-      shape.dump());
+      brief(shape));
 
   const json& off = v["data_offsets"];
   IGNIS_CHECK(
@@ -147,7 +178,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
       "[load] '{}': tensor '{}': data_offsets must be [begin, end], got {}",
       path,
       name,
-      off.dump());
+      brief(off));
   e.begin = as_u64(off[0], path, name, "data_offsets");
   e.end = as_u64(off[1], path, name, "data_offsets");
   IGNIS_CHECK(
@@ -164,7 +195,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& pat
       "[load] '{}': tensor '{}': shape {} of {} needs {} bytes but data_offsets span {}",
       path,
       name,
-      shape.dump(),
+      brief(shape),
       io_detail::dtype_tag(e.dtype),
       bytes,
       e.end - e.begin);

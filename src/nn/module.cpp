@@ -137,8 +137,10 @@ std::vector<std::pair<std::string, Tensor>> named_tensors(const Module& m, bool 
   std::unordered_set<const void*> seen;
   auto modules = recurse ? m.named_modules()
                          : std::vector<std::pair<std::string, Module*>>{{"", const_cast<Module*>(&m)}};
-  for (const auto& [prefix, mod] : modules) {
-    select(*mod, [&](const std::string& name, const Tensor& t) {
+  // Not a structured binding: clang 14 (the sanitizer builds) cannot capture one in a lambda.
+  for (const auto& entry : modules) {
+    const std::string& prefix = entry.first;
+    select(*entry.second, [&](const std::string& name, const Tensor& t) {
       if (!t.defined() || !seen.insert(t.impl()).second) return;
       out.emplace_back(prefix.empty() ? name : prefix + "." + name, t);
     });

@@ -88,3 +88,15 @@ TEST(Factory, FromBlobViewsUserMemory) {
   EXPECT_EQ(g_deleted, 1);
   EXPECT_THROW_MSG(from_blob(nullptr, {2}, kFloat32), ValueError, "[from_blob] null data pointer");
 }
+
+// A zero size makes a tensor empty, but the other sizes still multiply into its strides:
+// [0, 2^40, 2^40] has an outer stride of 2^80, which int64 cannot hold (signed overflow in
+// the stride and element count computations before this check).
+TEST(Factory, ShapesWhoseStridesOverflowAreRefused) {
+  const int64_t big = int64_t(1) << 40;
+  EXPECT_THROW_MSG(empty({0, big, big}), ValueError,
+                   "[empty] shape [0, 1099511627776, 1099511627776] has too many elements");
+  EXPECT_THROW_MSG(zeros({big, big, 0}), ValueError, "overflows int64");
+  // Just inside the limit the shape is fine (and empty, so nothing is allocated).
+  EXPECT_EQ(empty({0, int64_t(1) << 30, int64_t(1) << 29}).numel(), 0);
+}

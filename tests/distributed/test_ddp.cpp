@@ -74,7 +74,11 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
     opt.zero_grad();
     ref_opt.zero_grad();
     for (int k = 0; k < micro; ++k) {
-      auto [x, y] = global_batch(step * micro + k);
+      // Not a structured binding: clang 14 (the sanitizer builds) cannot capture one in the
+      // lambda below.
+      const auto batch = global_batch(step * micro + k);
+      const ig::Tensor& x = batch.first;
+      const ig::Tensor& y = batch.second;
       ig::nn::functional::cross_entropy(reference(x), y).backward();
       auto local_loss = [&] {
         ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();

@@ -26,6 +26,13 @@ using testing::Layout;
 using testing::make_input;
 using testing::values_of;
 
+// A file the reader must refuse, and a piece of the message it must give.
+struct BadCase {
+  const char* name;
+  std::string bytes;
+  const char* message;
+};
+
 // A fresh directory per test, removed afterwards.
 class SafetensorsTest : public ::testing::Test {
  protected:
@@ -38,6 +45,7 @@ class SafetensorsTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void expect_refused(const std::vector<BadCase>& cases);
   fs::path dir_;
 };
 
@@ -162,11 +170,25 @@ TEST_F(SafetensorsTest, LoadIntoModuleReportsAllProblems) {
 
 // ---- malformed files: each refused with IOError naming the file and the problem ----------
 
-struct BadCase {
-  const char* name;
-  std::string bytes;
-  const char* message;
-};
+// Writes each case's bytes and checks that load_file refuses them with an IOError whose
+// message names the file and contains the case's message.
+void SafetensorsTest::expect_refused(const std::vector<BadCase>& cases) {
+  for (const BadCase& c : cases) {
+    std::string p = path(std::string(c.name) + ".safetensors");
+    write_bytes(p, c.bytes);
+    try {
+      load_file(p);
+      ADD_FAILURE() << c.name << ": expected IOError";
+    } catch (const IOError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find(c.message), std::string::npos) << c.name << ": " << m;
+      EXPECT_NE(m.find(p), std::string::npos)
+          << c.name << ": message does not name the file: " << m;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.name << ": expected IOError, got " << e.what();
+    }
+  }
+}
 
 TEST_F(SafetensorsTest, MalformedFilesAreRefused) {
   const std::string ok_entry = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
@@ -220,22 +242,62 @@ TEST_F(SafetensorsTest, MalformedFilesAreRefused) {
        "BOOL byte 1 is 2"},
       {"metadata_not_string", st_file(R"({"__metadata__":{"k":1}})", ""), "not a string"},
   };
-  for (const BadCase& c : cases) {
-    std::string p = path(std::string(c.name) + ".safetensors");
-    write_bytes(p, c.bytes);
-    try {
-      load_file(p);
-      ADD_FAILURE() << c.name << ": expected IOError";
-    } catch (const IOError& e) {
-      std::string m = e.what();
-      EXPECT_NE(m.find(c.message), std::string::npos) << c.name << ": " << m;
-      EXPECT_NE(m.find(p), std::string::npos)
-          << c.name << ": message does not name the file: " << m;
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << c.name << ": expected IOError, got " << e.what();
-    }
-  }
+  expect_refused(cases);
   EXPECT_THROW_MSG(load_file(path("absent.safetensors")), IOError, "cannot open");
+}
+
+// Headers forged to get past size checks or into recursive code; each must be refused before
+// anything of the claimed size is allocated (a 2^58-byte claim would otherwise throw
+// OutOfMemoryError or crash, not IOError).
+TEST_F(SafetensorsTest, HostileHeadersAreRefused) {
+  const std::string d8(8, '\1');
+  std::vector<BadCase> cases = {
+      {"empty_file", "", "file of 0 bytes is too short"},
+      {"not_utf8",
+       st_file("{\"x\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "a"),
+       "ill-formed UTF-8"},
+      {"binary_header", st_file(std::string("\x00\x01{}", 4), ""), "not valid JSON"},
+      {"string_header", st_file(R"("F32")", ""), "not a JSON object"},
+      // [0, 2^62, 2^62] holds no bytes, but its outer stride 2^124 does not fit int64.
+      {"zero_dim_span_overflow",
+       st_file(
+           R"({"x":{"dtype":"U8","shape":[0,4611686018427387904,4611686018427387904],)"
+           R"("data_offsets":[0,0]}})",
+           ""),
+       "element count of shape [0,4611686018427387904,4611686018427387904] overflows int64"},
+      {"claim_past_file",
+       st_file(R"({"x":{"dtype":"U8","shape":[288230376151711744],)"
+               R"("data_offsets":[0,288230376151711744]}})", d8),
+       "data_offsets [0, 288230376151711744] out of range of the 8-byte data buffer"},
+      {"offset_above_u64",
+       st_file(R"({"x":{"dtype":"U8","shape":[8],"data_offsets":[0,18446744073709551616]}})", d8),
+       "non-negative integers"},
+      {"nested_shape",
+       st_file(R"({"x":{"dtype":"U8","shape":[[8]],"data_offsets":[0,8]}})", d8),
+       "nests deeper than the 3 levels"},
+      {"deep_nesting", st_file(std::string(100000, '[') + std::string(100000, ']'), ""),
+       "nests deeper"},
+      // The message quotes at most 80 characters of a forged value, not the whole header.
+      {"long_dtype",
+       st_file(R"({"x":{"dtype":")" + std::string(5000, 'Q') + R"(","shape":[8],"data_offsets":[0,8]}})", d8),
+       "unknown dtype \"QQQQ"},
+      {"two_share_bytes",
+       st_file(R"({"x":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+               R"("y":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})", d8),
+       "overlap the previous tensor (which ends at 8)"},
+      {"gap_at_end",
+       st_file(R"({"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", d8),
+       "4 bytes of trailing garbage"},
+  };
+  expect_refused(cases);
+  // The long value is cut: the message stays short however long the forged field is.
+  write_bytes(path("long.safetensors"), cases[9].bytes);
+  try {
+    load_file(path("long.safetensors"));
+    ADD_FAILURE() << "expected IOError";
+  } catch (const IOError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+  }
 }
 
 // Entries may appear in any order in the header; the tensors come back in data order.

@@ -116,9 +116,13 @@ TEST(Adam, TrajectoryEveryOption) {
 
 TEST(RMSprop, TrajectoryEveryOption) {
   const double lr = 0.01, alpha = 0.9, eps = 1e-6;
-  for (auto [momentum, centered, wd, maximize] :
+  for (const auto& option :
        {std::tuple{0.0, false, 0.0, false}, std::tuple{0.9, false, 0.0, false},
         std::tuple{0.0, true, 0.1, false}, std::tuple{0.7, true, 0.05, true}}) {
+    // Plain variables, not a structured binding: clang 14 (the sanitizer builds) cannot
+    // capture one in a lambda.
+    const double momentum = std::get<0>(option), wd = std::get<2>(option);
+    const bool centered = std::get<1>(option), maximize = std::get<3>(option);
     auto sq = std::make_shared<Vec>(kN, 0.0), ga = std::make_shared<Vec>(kN, 0.0),
          buf = std::make_shared<Vec>(kN, 0.0);
     RefStep ref = [=](Vec& p, const Vec& g0) {
@@ -151,9 +155,13 @@ TEST(RMSprop, TrajectoryEveryOption) {
 
 TEST(Adagrad, TrajectoryEveryOption) {
   const double lr = 0.1, eps = 1e-10;
-  for (auto [lr_decay, wd, init, maximize] :
+  for (const auto& option :
        {std::tuple{0.0, 0.0, 0.0, false}, std::tuple{0.1, 0.0, 0.5, false},
         std::tuple{0.05, 0.1, 0.1, true}}) {
+    // Plain variables for clang 14, as in RMSprop above.
+    const double lr_decay = std::get<0>(option), wd = std::get<1>(option),
+                 init = std::get<2>(option);
+    const bool maximize = std::get<3>(option);
     auto sum = std::make_shared<Vec>(kN, init);
     auto t = std::make_shared<int>(0);
     RefStep ref = [=](Vec& p, const Vec& g0) {
