@@ -93,6 +93,32 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
 }
 
 #if defined(__x86_64__)
+/// The four taps of eight 2x2 windows, in tap order (row 0 left, row 0 right, row 1 left,
+/// row 1 right): stores the eight maxima, and their plane indices at0 + (tap >> 1) * W +
+/// (tap & 1) widened to int64, with the scalar max_step's take-if-greater-or-NaN rule. The
+/// indices are computed in int32 (callers check that a plane is below 2^31 elements).
+[[gnu::target("avx2,fma")]] inline void max8_2x2_avx2(__m256 a, __m256 b, __m256 c, __m256 d,
+                                                     __m256i at0, __m256i w_vec, float* y,
+                                                     int64_t* ix) {
+  __m256 m = a, tap = _mm256_castsi256_ps(_mm256_setzero_si256());
+  auto step = [&](__m256 v, int32_t id) {
+    const __m256 take =
+        _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_blendv_ps(m, v, take);
+    tap = _mm256_blendv_ps(tap, _mm256_castsi256_ps(_mm256_set1_epi32(id)), take);
+  };
+  step(b, 1);
+  step(c, 2);
+  step(d, 3);
+  _mm256_storeu_ps(y, m);
+  const __m256i t = _mm256_castps_si256(tap);
+  __m256i at = _mm256_add_epi32(at0, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
+  at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + 4),
+                      _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+}
+
 /// Eight outputs per step: the even and odd columns of both rows are separated with shuffles,
 /// then the same take-if-greater-or-NaN sequence runs on vectors, tracking the tap number.
 /// Returns the first output it did not do (the scalar loop finishes the row).
@@ -106,11 +132,6 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
     odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
         _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
   };
-  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
-    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    m = _mm256_blendv_ps(m, v, take);
-    tap = _mm256_blendv_ps(tap, id, take);
-  };
   const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
   const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
   int64_t ow = 0;
@@ -118,21 +139,9 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
     __m256 a, b, c, d;
     split(r0 + 2 * ow, a, b);
     split(r1 + 2 * ow, c, d);
-    __m256 m = a, tap = _mm256_castsi256_ps(_mm256_setzero_si256());
-    step(b, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
-    step(c, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
-    step(d, m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
-    _mm256_storeu_ps(y + ow, m);
-    // index within the plane = base + 2 * ow + lane + (tap >> 1) * W + (tap & 1), in int32
-    // (a plane of a pooled tensor is far below 2^31 elements), widened to int64.
-    const __m256i t = _mm256_castps_si256(tap);
-    __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
-    at = _mm256_add_epi32(at, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
-    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow),
-                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + ow + 4),
-                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+    // The first tap of output ow + k is at base + 2 * (ow + k).
+    const __m256i at0 = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
+    max8_2x2_avx2(a, b, c, d, at0, w_vec, y + ow, ix + ow);
   }
   return ow;
 }
@@ -143,28 +152,12 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
                                                       const float* t2, const float* t3,
                                                       float* y, int64_t* ix, int64_t C,
                                                       int64_t at0, int64_t W) {
-  auto step = [](__m256 v, __m256& m, __m256& tap, __m256 id) {
-    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    m = _mm256_blendv_ps(m, v, take);
-    tap = _mm256_blendv_ps(tap, id, take);
-  };
   const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
   const __m256i base = _mm256_set1_epi32(int32_t(at0));
   int64_t c = 0;
-  for (; c + 8 <= C; c += 8) {
-    __m256 m = _mm256_loadu_ps(t0 + c), tap = _mm256_castsi256_ps(_mm256_setzero_si256());
-    step(_mm256_loadu_ps(t1 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(1)));
-    step(_mm256_loadu_ps(t2 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(2)));
-    step(_mm256_loadu_ps(t3 + c), m, tap, _mm256_castsi256_ps(_mm256_set1_epi32(3)));
-    _mm256_storeu_ps(y + c, m);
-    const __m256i t = _mm256_castps_si256(tap);
-    __m256i at = _mm256_add_epi32(base, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
-    at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c),
-                        _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + c + 4),
-                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
-  }
+  for (; c + 8 <= C; c += 8)
+    max8_2x2_avx2(_mm256_loadu_ps(t0 + c), _mm256_loadu_ps(t1 + c), _mm256_loadu_ps(t2 + c),
+                  _mm256_loadu_ps(t3 + c), base, w_vec, y + c, ix + c);
   return c;
 }
 #endif
@@ -240,18 +233,11 @@ void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Te
         if (use_avx2) c0 = max_pixel_2x2_avx2(t0, t1, t2, t3, yo, io, C, at0, W);
 #endif
       for (int64_t c = c0; c < C; ++c) {
-        T m = t0[c];
+        T m = t0[c];  // the first tap: taken even when it is -inf
         int64_t best = at0;
-        const T v1 = t1[c], v2 = t2[c], v3 = t3[c];
-        bool take = (v1 > m) | (v1 != v1);
-        m = take ? v1 : m;
-        best = take ? at0 + 1 : best;
-        take = (v2 > m) | (v2 != v2);
-        m = take ? v2 : m;
-        best = take ? at0 + W : best;
-        take = (v3 > m) | (v3 != v3);
-        m = take ? v3 : m;
-        best = take ? at0 + W + 1 : best;
+        max_step(t1[c], at0 + 1, m, best);
+        max_step(t2[c], at0 + W, m, best);
+        max_step(t3[c], at0 + W + 1, m, best);
         yo[c] = m;
         io[c] = best;
       }
