@@ -1,6 +1,7 @@
 // The one header users include.
 #pragma once
 
+#include "ignis/amp.h"
 #include "ignis/autograd.h"
 #include "ignis/cuda.h"
 #include "ignis/device.h"

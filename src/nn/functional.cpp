@@ -2,6 +2,7 @@
 // 2-D linear is one graph node (below). Losses are in loss.cpp.
 #include <fmt/format.h>
 
+#include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
@@ -11,6 +12,10 @@ namespace ignis::nn::functional {
 using detail::shape_str;
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return linear(detail::autocast_low(x), detail::autocast_low(weight), detail::autocast_low(bias));
+  }
   IGNIS_CHECK(weight.dim() == 2, ShapeError, "[linear] weight must be 2-D [out, in], got {}",
               shape_str(weight.sizes()));
   IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError,

@@ -2,14 +2,24 @@
 // reduction semantics (weighted means, ignore_index, label smoothing, log clamping).
 #include <fmt/format.h>
 
+#include "amp/autocast_policy.h"
 #include "core/error.h"
 #include "core/shape.h"
 #include "ignis/nn/functional.h"
 #include "nn/fused_losses.h"
 
 namespace ignis::nn::functional {
+using detail::autocast_fp32;
 using detail::shape_str;
 namespace {
+
+/// Losses run in float32 under autocast (include/ignis/amp.h): the options' weights too.
+template <class Options>
+Options weights_fp32(Options o) {
+  o.weight = autocast_fp32(o.weight);
+  if constexpr (requires { o.pos_weight; }) o.pos_weight = autocast_fp32(o.pos_weight);
+  return o;
+}
 
 Tensor reduce(const Tensor& loss, Reduction r, const char* op) {
   switch (r) {
@@ -109,11 +119,19 @@ Tensor class_weight_view(const Tensor& weight, int64_t ndim, int64_t class_dim, 
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossOptions& opts) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return nll_loss(autocast_fp32(input), target, weights_fp32(opts));
+  }
   Picked p = pick_targets(input, target, opts.weight, opts.ignore_index, "nll_loss");
   return reduce_weighted(p.loss, p, opts.reduction, "nll_loss");
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& opts) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return cross_entropy(autocast_fp32(input), autocast_fp32(target), weights_fp32(opts));
+  }
   const char* op = "cross_entropy";
   check_floating(input, "input", op);
   IGNIS_CHECK(input.dim() >= 1, ShapeError, "[{}] input must have a class dim, got a scalar", op);
@@ -154,18 +172,30 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return mse_loss(autocast_fp32(input), autocast_fp32(target), reduction);
+  }
   check_same_shape(input, target, "mse_loss");
   Tensor d = input - target;
   return reduce(d * d, reduction, "mse_loss");
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return l1_loss(autocast_fp32(input), autocast_fp32(target), reduction);
+  }
   check_same_shape(input, target, "l1_loss");
   return reduce((input - target).abs(), reduction, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction,
                       double beta) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return smooth_l1_loss(autocast_fp32(input), autocast_fp32(target), reduction, beta);
+  }
   check_same_shape(input, target, "smooth_l1_loss");
   IGNIS_CHECK(beta >= 0, ValueError, "[smooth_l1_loss] beta must be >= 0, got {}", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
@@ -175,6 +205,10 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& opts) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return binary_cross_entropy(autocast_fp32(input), autocast_fp32(target), weights_fp32(opts));
+  }
   const char* op = "binary_cross_entropy";
   check_same_shape(input, target, op);
   check_floating(input, "input", op);
@@ -190,6 +224,11 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BCEWithLogitsOptions& opts) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return binary_cross_entropy_with_logits(autocast_fp32(input), autocast_fp32(target),
+                                            weights_fp32(opts));
+  }
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(input, target, op);
   check_floating(input, "input", op);
@@ -205,6 +244,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivOptions& opts) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return kl_div(autocast_fp32(input), autocast_fp32(target), opts);
+  }
   const char* op = "kl_div";
   check_same_shape(input, target, op);
   check_floating(input, "input", op);

@@ -1,6 +1,7 @@
 // Elementwise ops: type promotion, broadcasting and the front end of every unary, binary and
 // ternary function in ops.h. The math lives in src/kernels/{unary,binary}_ops.h; this file
 // only decides dtypes and shapes and calls one kernel per op.
+#include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/dispatch.h"
 #include "core/tensor_impl.h"
@@ -76,9 +77,30 @@ Tensor on_device(const Tensor& t, Device device, const char* op) {
 }
 }  // namespace
 
+namespace {
+/// PyTorch's autocast float32 list among the unary ops (include/ignis/amp.h).
+bool float32_under_autocast(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp:
+    case UnaryOp::log:
+    case UnaryOp::log1p:
+    case UnaryOp::expm1:
+    case UnaryOp::rsqrt:
+    case UnaryOp::softplus:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 Tensor unary_op(const Tensor& x, UnaryOp op, OpKind kind, const char* name,
                 const UnaryParams& params, Tensor* out) {
   IGNIS_CHECK(x.defined(), ValueError, "[{}] undefined tensor", name);
+  if (!out && autocast_pending() && float32_under_autocast(op)) {
+    AutocastApplied once;  // Note [Autocast applies once]; in-place ops are never cast
+    return unary_op(autocast_fp32(x), op, kind, name, params, nullptr);
+  }
   if (out && needs_grad({out, &x}))
     return inplace_with_autograd(*out, name, [&](const Tensor& before) {
       return unary_op(before, op, kind, name, params, nullptr);
@@ -256,14 +278,26 @@ Tensor div(const Tensor& a, const Scalar& b, RoundingMode m) {
 }
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, RoundingMode::Floor); }
 Tensor pow(const Tensor& base, const Tensor& e) {
+  if (detail::autocast_pending()) {  // float32; Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return pow(detail::autocast_fp32(base), detail::autocast_fp32(e));
+  }
   check_pow_exponent(base, e);
   return bin(base, e, BinaryOp::pow, Kind::Arithmetic, "pow");
 }
 Tensor pow(const Tensor& base, const Scalar& e) {
+  if (detail::autocast_pending()) {  // float32; Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return pow(detail::autocast_fp32(base), e);
+  }
   check_pow_exponent(base, e);
   return bin(base, e, BinaryOp::pow, Kind::Arithmetic, "pow");
 }
 Tensor pow(const Scalar& base, const Tensor& e) {
+  if (detail::autocast_pending()) {  // float32; Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return pow(base, detail::autocast_fp32(e));
+  }
   check_pow_exponent(base, e);
   return bin(base, e, BinaryOp::pow, Kind::Arithmetic, "pow");
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/shape.h"
 #include "core/tensor_impl.h"
@@ -203,6 +204,10 @@ Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
 // The ops.
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return matmul(autocast_low(a), autocast_low(b));
+  }
   check_operands("matmul", a, b);
   const int64_t da = a.dim(), db = b.dim();
   IGNIS_CHECK(da >= 1 && db >= 1, ShapeError,
@@ -245,6 +250,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return mm(autocast_low(a), autocast_low(b));
+  }
   check_operands("mm", a, b);
   IGNIS_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "[mm] expected 2-D tensors, got {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
@@ -259,6 +268,10 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return bmm(autocast_low(a), autocast_low(b));
+  }
   check_operands("bmm", a, b);
   IGNIS_CHECK(a.dim() == 3 && b.dim() == 3, ShapeError, "[bmm] expected 3-D tensors, got {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
@@ -276,6 +289,10 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
              const Scalar& alpha) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return addmm(autocast_low(input), autocast_low(a), autocast_low(b), beta, alpha);
+  }
   check_operands("addmm", a, b);
   check_input("addmm", input, a, beta, alpha);
   IGNIS_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError,
@@ -301,6 +318,10 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
 
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return baddbmm(autocast_low(input), autocast_low(a), autocast_low(b), beta, alpha);
+  }
   check_operands("baddbmm", a, b);
   check_input("baddbmm", input, a, beta, alpha);
   IGNIS_CHECK(a.dim() == 3 && b.dim() == 3, ShapeError,

@@ -2,6 +2,7 @@
 // ignis/nn_ops.h: each runs the plain forward of src/ops/nn_ops.h and records its plain
 // backward as the graph node. These backward nodes are first-order only (their formulas
 // are kernels, not ignis ops), so create_graph through them is not supported yet.
+#include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "ignis/nn_ops.h"
 #include "ops/nn_ops.h"
@@ -17,6 +18,10 @@ bool wants(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& o) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return conv2d(autocast_low(input), autocast_low(weight), autocast_low(bias), o);
+  }
   const Conv2dParams p =
       o.padding_mode.empty()
           ? conv2d_params(o.stride, o.padding, o.dilation, o.groups)
@@ -36,6 +41,10 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvTranspose2dOptions& o) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return conv_transpose2d(autocast_low(input), autocast_low(weight), autocast_low(bias), o);
+  }
   const ConvTranspose2dParams p{o.stride, o.padding, o.output_padding, o.dilation, o.groups};
   Tensor out = conv_transpose2d_forward(input, weight, bias, p);
   if (needs_grad({&input, &weight, &bias})) {
@@ -89,6 +98,11 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return batch_norm(autocast_fp32(input), autocast_fp32(running_mean), autocast_fp32(running_var),
+                      autocast_fp32(weight), autocast_fp32(bias), training, momentum, eps);
+  }
   NormResult r;
   {
     // Running statistics are updated in place without recording (they are buffers).
@@ -107,6 +121,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return layer_norm(autocast_fp32(input), normalized_shape, autocast_fp32(weight),
+                      autocast_fp32(bias), eps);
+  }
   NormResult r = layer_norm_forward(input, normalized_shape, weight, bias, eps);
   if (needs_grad({&input, &weight, &bias}))
     record("layer_norm", {r.output}, {input, weight, bias},
@@ -120,6 +139,10 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
 
 Tensor group_norm(const Tensor& input, int64_t groups, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return group_norm(autocast_fp32(input), groups, autocast_fp32(weight), autocast_fp32(bias), eps);
+  }
   NormResult r = group_norm_forward(input, groups, weight, bias, eps);
   if (needs_grad({&input, &weight, &bias}))
     record("group_norm", {r.output}, {input, weight, bias},

@@ -1,10 +1,11 @@
-// Kernel slots of fused optimizer updates: one pass over a parameter, its gradient and its
+// Kernel slots of fused optimizer updates (and GradScaler's unscale, which runs before them): one pass over a parameter, its gradient and its
 // state instead of the three to five in-place ops the update rule takes when written with
 // ops (src/optim/optimizers.cpp uses the ops where a device has no fused kernel). The
 // arithmetic is the ops' own, in the same order and precision, so both paths agree.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/dispatch.h"
 
@@ -26,5 +27,19 @@ struct SgdUpdateArgs {
 };
 
 inline KernelSlot<void (*)(const SgdUpdateArgs&)> sgd_update_kernel{"sgd_update"};
+
+/// GradScaler's unscale (PyTorch's _amp_foreach_non_finite_check_and_unscale_): for every
+/// element g of every tensor, found_inf |= !isfinite(g), then g *= inv_scale, in place, in
+/// one pass over all the tensors of one dtype and device. inv_scale is a float32 value (as
+/// PyTorch keeps it), applied in the tensors' compute type (float for half and bfloat16).
+/// Returns found_inf (a device implementation reads back one flag).
+struct UnscaleArgs {
+  DType dtype = kFloat32;  // any floating dtype
+  std::vector<void*> data;      // contiguous tensors
+  std::vector<int64_t> numel;
+  float inv_scale = 1;
+};
+
+inline KernelSlot<bool (*)(const UnscaleArgs&)> unscale_kernel{"grad_scaler_unscale"};
 
 }  // namespace ignis::detail

@@ -2,6 +2,7 @@
 // var/std, norm, all/any, logsumexp. This file decides dims, output shape and dtype, checks
 // arguments, builds the ReducePlan (Note [Reduce plan]) and makes one reduce_kernel call.
 // softmax, log_softmax and cumsum live in softmax.cpp.
+#include "amp/autocast_policy.h"
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -225,6 +226,10 @@ Tensor all_any(const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op, co
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
   check_defined(x, "sum");
+  if (!dtype && autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return sum(autocast_fp32(x), dims, keepdim, dtype);
+  }
   const uint64_t mask = dims_mask(dims, x.dim(), "sum");
   const bool integral = !is_floating(x.dtype());
   const DType out_dtype = dtype ? *dtype : integral ? kInt64 : x.dtype();
@@ -256,6 +261,10 @@ Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
   check_defined(x, "prod");
+  if (autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return prod(autocast_fp32(x), dims, keepdim);
+  }
   const uint64_t mask = dims_mask(dims, x.dim(), "prod");
   Tensor out = reduce_values(x, mask, keepdim, ReduceOp::Prod,
                              is_floating(x.dtype()) ? x.dtype() : kInt64, "prod");
@@ -296,6 +305,10 @@ Tensor std(const Tensor& x, const Shape& dims, double correction, bool keepdim) 
 
 Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
   check_defined(x, "norm");
+  if (autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return norm(autocast_fp32(x), p, dims, keepdim);
+  }
   const uint64_t mask = dims_mask(dims, x.dim(), "norm");
   check_floating(x, "norm");
   IGNIS_CHECK(!std::isnan(p), ValueError, "[norm] the order p must not be nan");
@@ -320,6 +333,10 @@ Tensor any(const Tensor& x, const Shape& dims, bool keepdim) {
 
 Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
   check_defined(x, "logsumexp");
+  if (autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return logsumexp(autocast_fp32(x), dims, keepdim);
+  }
   const uint64_t mask = dims_mask(dims, x.dim(), "logsumexp");
   // Integers and bool become the default float dtype, as in PyTorch.
   const Tensor in = is_floating(x.dtype()) ? x : x.to(default_dtype());

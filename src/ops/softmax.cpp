@@ -1,5 +1,6 @@
 // softmax, log_softmax and cumsum: ops along one dim. The front end makes the input contiguous
 // (a no-op in the common case), views it as (outer, dim, inner) and calls one kernel.
+#include "amp/autocast_policy.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 #include "autograd/record.h"
@@ -30,6 +31,10 @@ AlongDim split_at(const Tensor& x, int64_t d) {
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
   IGNIS_CHECK(x.defined(), ValueError, "[{}] undefined tensor", op);
+  if (autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return softmax_impl(autocast_fp32(x), dim, log, op);
+  }
   const int64_t d = wrap_dim(dim, x.dim(), op);
   // Integer and bool inputs become the default float dtype (ops.h).
   const Tensor in = (is_floating(x.dtype()) ? x : x.to(default_dtype())).contiguous();
@@ -62,6 +67,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
   IGNIS_CHECK(x.defined(), ValueError, "[cumsum] undefined tensor");
+  if (autocast_pending()) {  // float32 under autocast; Note [Autocast applies once]
+    AutocastApplied once;
+    return cumsum(autocast_fp32(x), dim);
+  }
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   const Tensor in = x.contiguous();
   // Integers and bool accumulate in int64, as PyTorch's cumsum.
