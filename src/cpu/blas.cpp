@@ -1,8 +1,11 @@
 // The CPU GEMM behind every matrix product (gemm_kernel, src/ops/linalg_kernels.h):
 // - float32/float64 go to OpenBLAS's CBLAS, reading operands in place whenever BLAS can
 //   (Note [GEMM operand layouts]); single-row/column products use gemv/dot as PyTorch does;
-// - bfloat16/float16 are converted to float32, multiplied by sgemm and rounded back once
-//   (PyTorch's CPU kernels also accumulate these in float);
+// - bfloat16 goes to oneDNN's bf16 matmul where Ignis is built with oneDNN and it has an
+//   optimised kernel (src/cpu/dnnl_matmul.cpp); otherwise, and for float16 (no float16
+//   matmul on CPUs without AVX512-FP16), the operands are converted to float32, multiplied
+//   by sgemm and the result rounded back once (PyTorch's CPU kernels also accumulate these in
+//   float);
 // - int64/int32/uint8 use a plain i-k-j loop with wrap-around arithmetic, parallel over rows.
 // Batches of small matrices run in parallel, one single-threaded GEMM per thread (OpenBLAS's
 // OpenMP build runs on one thread when called inside a parallel region); a few large ones run
@@ -16,6 +19,9 @@
 
 #include "core/allocator.h"
 #include "core/parallel.h"
+#if IGNIS_WITH_DNNL
+#include "cpu/dnnl_matmul.h"
+#endif
 #include "kernels/convert.h"
 #include "ops/linalg_kernels.h"
 
@@ -375,6 +381,9 @@ void gemm_cpu(const GemmArgs& g) {
     case DType::Float64:
       return blas_batched_gemm<double>(g);
     case DType::BFloat16:
+#if IGNIS_WITH_DNNL
+      if (dnnl_bf16_gemm(g)) return;
+#endif
       return converted_batched_gemm<BFloat16>(g);
     case DType::Float16:
       return converted_batched_gemm<Half>(g);
