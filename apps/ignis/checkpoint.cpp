@@ -101,6 +101,7 @@ void save_checkpoint(
   json groups = json::array();
   for (const auto& g : osd.param_groups)
     groups.push_back({{"options", g.options}, {"params", g.params}});
+  for (const auto& [k, v] : s.grad_scaler) t.insert("grad_scaler/" + k, ig::full({}, v, ig::kFloat64));
   if (s.step > 0 && s.loss_sum.defined()) {
     t.insert("epoch/loss_sum", s.loss_sum);
     t.insert("epoch/correct_sum", s.correct_sum);
@@ -172,6 +173,8 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& run_dir) 
       } else if (kind == "optimizer") {
         const auto s2 = rest.find('/');
         c.optimizer.state[std::stoll(rest.substr(0, s2))][rest.substr(s2 + 1)] = v;
+      } else if (kind == "grad_scaler") {
+        st.grad_scaler[rest] = v.item<double>();
       } else if (key == "epoch/loss_sum") {
         st.loss_sum = v;
       } else if (key == "epoch/correct_sum") {

@@ -9,6 +9,8 @@
 //            optimizer/<i>/<name>  per-parameter optimizer state (momentum buffers, Adam
 //                             moments and step counts), i = position across all groups
 //            epoch/loss_sum, epoch/correct_sum  running sums of the epoch in progress
+//            grad_scaler/<key>  --amp fp16: the GradScaler's state_dict (scale, growth
+//                             tracker, factors), float64 scalars
 //   metadata "state"      epoch, step within the epoch, the schedule's step, best accuracy
 //                         and epoch, the per-epoch history (metrics.jsonl), the global
 //                         generator's seed and offset (initialisation, dropout)
@@ -22,6 +24,7 @@
 #include <ignis/ignis.h>
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,6 +43,7 @@ struct TrainState {
   // The epoch in progress (step > 0).
   ignis::Tensor loss_sum, correct_sum;
   int64_t seen = 0, skipped = 0;
+  std::map<std::string, double> grad_scaler;  ///< --amp fp16: GradScaler::state_dict()
 };
 
 /// What a checkpoint holds, read back.

@@ -181,6 +181,14 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "optimizer step (counted in metrics.jsonl)")
       ->check(CLI::IsMember({"stop", "skip"}))
       ->capture_default_str();
+  train
+      .add_option(
+          "--amp",
+          o.amp,
+          "Mixed precision: off, bf16 (matmul/conv in bfloat16 under autocast) or fp16 "
+          "(float16 under autocast, with a GradScaler that skips overflowing steps)")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}))
+      ->capture_default_str();
   train.add_flag(
       "--detect-anomaly",
       o.detect_anomaly,

@@ -48,6 +48,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps
   std::string config;                 ///< --config FILE (already applied when run_train starts)
   std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint
+  std::string amp = "off";            ///< off, bf16 or fp16 (autocast; fp16 adds a GradScaler)
 };
 
 /// `ignis eval`: a finished run (--run DIR) or a weights file with the model and data named.

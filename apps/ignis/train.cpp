@@ -28,6 +28,7 @@
 #include "report.h"
 #include "report_html.h"
 #include "run_dir.h"
+#include "train_amp.h"
 #include "train_data.h"
 
 namespace ig = ignis;
@@ -136,7 +137,8 @@ struct StepResult {
   std::string bad_param;  ///< with --detect-anomaly: first non-finite gradient
 };
 
-StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const TrainOptions& o) {
+StepResult forward_backward(
+    ig::nn::Module& model, ig::data::Batch& batch, const TrainOptions& o, const TrainAmp& amp) {
   const ig::Tensor& x = batch.x();
   const ig::Tensor& y = batch.y();
   const int64_t n = batch.size(), micro = o.batch_size / o.accumulate;
@@ -145,11 +147,15 @@ StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const
     const int64_t len = std::min(micro, n - lo);
     const ig::Tensor xs = len == n ? x : x.narrow(0, lo, len);
     const ig::Tensor ys = len == n ? y : y.narrow(0, lo, len);
-    ig::Tensor logits = model(xs);
-    ig::Tensor loss = F::cross_entropy(logits, ys, {.label_smoothing = o.label_smoothing});
+    ig::Tensor logits, loss;
+    {
+      ig::amp::autocast mixed(amp.dtype(), amp.autocast_enabled());
+      logits = model(xs);
+      loss = F::cross_entropy(logits, ys, {.label_smoothing = o.label_smoothing});
+    }
     // Each micro-batch's mean loss weighted by its share of the batch: the gradients add up
     // to those of the whole batch's mean loss, the step one big batch would take.
-    (len == n ? loss : loss * (double(len) / double(n))).backward();
+    amp.loss_for_backward(len == n ? loss : loss * (double(len) / double(n))).backward();
     ig::NoGradGuard no_grad;
     ig::Tensor l = loss.detach() * double(len);
     ig::Tensor c = (logits.argmax(1) == ys).sum();
@@ -160,8 +166,9 @@ StepResult forward_backward(ig::nn::Module& model, ig::data::Batch& batch, const
   // One flag per gradient, combined on the device: a single read per step, not one per
   // parameter (each read waits for a GPU).
   ig::Tensor grads_ok = ig::isfinite(r.loss_sum);
-  for (const auto& p : model.parameters())
-    if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
+  if (!amp.scaler_checks_gradients())  // fp16: overflowing gradients are the scaler's
+    for (const auto& p : model.parameters())
+      if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
   r.finite = grads_ok.item<double>() != 0;
   r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
   if (!r.finite && o.detect_anomaly) {
@@ -205,6 +212,7 @@ nlohmann::json config_json(
       {"on_nonfinite", o.on_nonfinite},
       {"detect_anomaly", o.detect_anomaly},
       {"checkpoint_every", o.checkpoint_every},
+      {"amp", o.amp},
       {"classes", d.classes},
       {"mean", d.mean},
       {"std", d.std},
@@ -287,6 +295,9 @@ int run_train(TrainOptions o) {
                                                        : "",
       o.nesterov ? " nesterov" : "");
 
+  TrainAmp amp(o.amp);
+  fmt::print("amp     {}\n", amp.describe());
+
   const nlohmann::json config = config_json(o, device, d, params);
   RunDir run(o.out, config, resuming);
   const std::string ckpt = run.file("checkpoint.safetensors");
@@ -312,6 +323,7 @@ int run_train(TrainOptions o) {
       while (!schedule.empty() && schedule.back()->last_epoch() < c.state.schedule_step)
         schedule.back()->step();
       optimizer->load_state_dict(c.optimizer);
+      if (amp.scaler_checks_gradients()) amp.scaler().load_state_dict(c.state.grad_scaler);
     } catch (const ig::Error& e) {
       throw UsageError(fmt::format(
           "--resume {}: checkpoint.safetensors does not fit this model and optimizer ({})",
@@ -326,6 +338,7 @@ int run_train(TrainOptions o) {
   }
   auto checkpoint = [&] {
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
+    st.grad_scaler = amp.scaler().state_dict();
     save_checkpoint(ckpt, st, *model, *optimizer, config);
   };
   auto early_stopped = [&] {
@@ -360,7 +373,7 @@ int run_train(TrainOptions o) {
         continue;
       }
       optimizer->zero_grad();
-      StepResult r = forward_backward(*model, batch, o);
+      StepResult r = forward_backward(*model, batch, o, amp);
       ++step;
       if (!r.finite && o.on_nonfinite == "stop")
         throw UsageError(fmt::format(
@@ -371,8 +384,8 @@ int run_train(TrainOptions o) {
             step,
             r.bad_param.empty() ? ""
                                 : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
-      if (r.finite) {
-        optimizer->step();
+      // Under --amp fp16 the scaler may still skip the step (overflowing gradients).
+      if (r.finite && amp.step(*optimizer)) {
         st.loss_sum = st.loss_sum.defined() ? st.loss_sum + r.loss_sum : r.loss_sum;
         st.correct_sum = st.correct_sum.defined() ? st.correct_sum + r.correct : r.correct;
         st.seen += batch.size();

@@ -19,6 +19,19 @@ wait_until() {
   done
 }
 
+# kill_at_second_checkpoint ARGS...: starts `$bin train ARGS` and SIGKILLs it while it writes
+# its second checkpoint (the first is complete then); IGNIS_TEST_CHECKPOINT_PAUSE makes the
+# writer wait before each rename. Needs $bin (the ignis binary) and a writable current dir.
+kill_at_second_checkpoint() {
+  IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause "$bin" train "$@" >/dev/null &
+  local pid=$!
+  { wait_until 120 test -e pause; rm pause; }
+  wait_until 120 test -e pause
+  kill -KILL $pid
+  wait $pid || true
+  rm pause
+}
+
 # expect_error PATTERN COMMAND...: the command exits 2 with one stderr line
 # "ignis: error: ..." matching PATTERN (grep -E) and no uncaught-exception text.
 expect_error() {

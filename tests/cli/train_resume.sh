@@ -13,18 +13,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 tool=$here/safetensors_tool.py
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
-# Starts `ignis train ARGS` and SIGKILLs it while it writes its second checkpoint (the first
-# is complete then); IGNIS_TEST_CHECKPOINT_PAUSE makes the writer wait before each rename.
-kill_at_second_checkpoint() {
-  IGNIS_TEST_CHECKPOINT_PAUSE=$PWD/pause "$bin" train "$@" >/dev/null &
-  local pid=$!
-  { wait_until 120 test -e pause; rm pause; }
-  wait_until 120 test -e pause
-  kill -KILL $pid
-  wait $pid || true
-  rm pause
-}
-
 for variant in sgd adam; do
   flags=(--data synthetic --limit 384 --epochs 3 --model mlp)
   [ $variant = adam ] && flags+=(--optimizer adam --schedule cosine --warmup 0.5 --augment standard)
