@@ -1,6 +1,12 @@
-// The CPU convolution kernels through oneDNN 2.6 (float32), plus register_conv_cpu(). Built
-// only when oneDNN is found. float64 — which oneDNN has no convolution for — and any geometry
-// oneDNN rejects go to the im2col fallback (conv_fallback.h).
+// The CPU convolution kernels through oneDNN 2.6 (float32 and bfloat16), plus
+// register_conv_cpu(). Built only when oneDNN is found. float64 — which oneDNN has no
+// convolution for — and any geometry oneDNN rejects go to the im2col fallback
+// (conv_fallback.h); bfloat16 goes there too (through float32) when oneDNN would run it with
+// its reference code, which is slower than that.
+//
+// bfloat16: every operand is bf16 (the front end converts bias and weights), oneDNN
+// accumulates in float and rounds each result once; on AVX512-BF16 CPUs (Zen 4) it runs its
+// jit/brgemm bf16 kernels.
 //
 // Note [oneDNN convolution layouts]
 // Activations reach oneDNN through memory descriptors carrying the tensors' own strides
@@ -63,9 +69,12 @@ class Buffer {
   void* ptr_ = nullptr;
 };
 
+memory::data_type dt(DType t) {
+  return t == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
 memory::desc md_of(const Tensor& t) {
-  return memory::desc(memory::dims(t.sizes()), memory::data_type::f32,
-                      memory::dims(t.strides()));
+  return memory::desc(memory::dims(t.sizes()), dt(t.dtype()), memory::dims(t.strides()));
 }
 
 /// The user's weight [O, C/g, kH, kW] (contiguous), split into groups when g > 1.
@@ -74,11 +83,10 @@ memory::dims weight_dims(const Tensor& w, int64_t groups) {
   return {groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)};
 }
 memory::desc weight_user_md(const Tensor& w, int64_t groups) {
-  return memory::desc(weight_dims(w, groups), memory::data_type::f32,
-                      groups == 1 ? tag::oihw : tag::goihw);
+  return memory::desc(weight_dims(w, groups), dt(w.dtype()), groups == 1 ? tag::oihw : tag::goihw);
 }
 memory::desc weight_any_md(const Tensor& w, int64_t groups) {
-  return memory::desc(weight_dims(w, groups), memory::data_type::f32, tag::any);
+  return memory::desc(weight_dims(w, groups), dt(w.dtype()), tag::any);
 }
 
 /// oneDNN's view of the geometry (dilation counted from 0). A negative end padding (from a
@@ -111,6 +119,7 @@ std::string key_of(const char* kind, std::initializer_list<const Tensor*> ts,
     for (int64_t s : t->sizes()) k += ',' + std::to_string(s);
     k += '/';
     for (int64_t s : t->strides()) k += ',' + std::to_string(s);
+    k += dtype_name(t->dtype());
     k += ';';
   }
   for (int i = 0; i < 2; ++i)
@@ -148,6 +157,15 @@ std::shared_ptr<const Entry> lookup(const std::string& key, const Make& make) {
   return cache.emplace(key, e).first->second;
 }
 
+/// bf16 cases that oneDNN would run with its reference code are declined (the float32
+/// fallback is faster); lookup() remembers that as "unsupported".
+template <class PD>
+const PD& optimised(const PD& pd, const Tensor& t) {
+  if (t.dtype() == kBFloat16 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+    throw dnnl::error(dnnl_unimplemented, "reference implementation only");
+  return pd;
+}
+
 dnnl::primitive_attr scratch_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -159,7 +177,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Tensor& in, const Ten
                                                      const Conv2dParams& p) {
   const DnnlGeometry g = dnnl_geometry(in, w, p);
   const memory::desc bias_md =
-      bias ? memory::desc({w.size(0)}, memory::data_type::f32, tag::x) : memory::desc();
+      bias ? memory::desc({w.size(0)}, dt(w.dtype()), tag::x) : memory::desc();
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
                                     dnnl::algorithm::convolution_direct, md_of(in),
                                     weight_any_md(w, p.groups), bias_md, md_of(out), g.strides,
@@ -199,14 +217,59 @@ void run(const Entry& e, std::unordered_map<int, memory> args, int weight_arg,
   s.wait();
 }
 
+// ---------------------------------------------------------------------------------------------
+// The fallback for what oneDNN declines; bf16 runs it in float32 and rounds once.
+
+Tensor as_float(const Tensor& t) {
+  return t.defined() ? detail::to_layout(t, kFloat32, detail::is_channels_last(t)) : t;
+}
+Tensor float_like(const Tensor& t) {
+  return t.defined() ? detail::empty_in_layout(t.sizes(), kFloat32, t.device(),
+                                               detail::is_channels_last(t))
+                     : t;
+}
+void copy_back(const Tensor& dst, const Tensor& src) {
+  if (!dst.defined()) return;
+  NoGradGuard no_grad;
+  Tensor(dst).copy_(src);  // a handle to the same storage
+}
+
+void forward_fallback(const Tensor& in, const Tensor& w, const Tensor& bias, const Tensor& out,
+                      const Conv2dParams& p) {
+  if (in.dtype() != kBFloat16) return conv2d_forward_fallback(in, w, bias, out, p);
+  const Tensor o = float_like(out);
+  conv2d_forward_fallback(as_float(in), as_float(w), as_float(bias), o, p);
+  copy_back(out, o);
+}
+
+void backward_input_fallback(const Tensor& go, const Tensor& w, const Tensor& gi,
+                             const Conv2dParams& p) {
+  if (go.dtype() != kBFloat16) return conv2d_backward_input_fallback(go, w, gi, p);
+  const Tensor g = float_like(gi);
+  conv2d_backward_input_fallback(as_float(go), as_float(w), g, p);
+  copy_back(gi, g);
+}
+
+void backward_weight_fallback(const Tensor& go, const Tensor& in, const Tensor& gw,
+                              const Tensor& gb, const Conv2dParams& p) {
+  if (in.dtype() != kBFloat16) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
+  const Tensor w = float_like(gw), b = float_like(gb);
+  conv2d_backward_weight_fallback(as_float(go), as_float(in), w, b, p);
+  copy_back(gw, w);
+  copy_back(gb, b);
+}
+
+// ---------------------------------------------------------------------------------------------
+
 void forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const Tensor& out,
                   const Conv2dParams& p) {
   const auto e = lookup(key_of("fwd", {&in, &w, &out}, p, bias.defined()), [&] {
     auto pd = forward_pd(in, w, bias.defined(), out, p);
+    optimised(pd, in);
     return make_entry(dnnl::convolution_forward(pd), pd.weights_desc(), pd.scratchpad_desc(),
                       weight_user_md(w, p.groups), false);
   });
-  if (!e) return conv2d_forward_fallback(in, w, bias, out, p);
+  if (!e) return forward_fallback(in, w, bias, out, p);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(md_of(in), in)},
                                        {DNNL_ARG_DST, mem(md_of(out), out)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, mem(md_of(bias), bias));
@@ -222,10 +285,11 @@ void backward_input_dnnl(const Tensor& go, const Tensor& w, const Tensor& gi,
                                             g.dilates, g.pad_l, g.pad_r);
     auto hint = forward_pd(gi, w, false, go, p);
     dnnl::convolution_backward_data::primitive_desc pd(d, scratch_attr(), cpu_engine(), hint);
+    optimised(pd, go);
     return make_entry(dnnl::convolution_backward_data(pd), pd.weights_desc(),
                       pd.scratchpad_desc(), weight_user_md(w, p.groups), false);
   });
-  if (!e) return conv2d_backward_input_fallback(go, w, gi, p);
+  if (!e) return backward_input_fallback(go, w, gi, p);
   run(*e, {{DNNL_ARG_DIFF_DST, mem(md_of(go), go)}, {DNNL_ARG_DIFF_SRC, mem(md_of(gi), gi)}},
       DNNL_ARG_WEIGHTS, w, p.groups, true);
 }
@@ -235,17 +299,17 @@ void backward_weight_dnnl(const Tensor& go, const Tensor& in, const Tensor& gw,
   const auto e = lookup(key_of("bwd_weights", {&go, &in, &gw}, p, gb.defined()), [&] {
     const DnnlGeometry g = dnnl_geometry(in, gw, p);
     const memory::desc bias_md =
-        gb.defined() ? memory::desc({gw.size(0)}, memory::data_type::f32, tag::x)
-                     : memory::desc();
+        gb.defined() ? memory::desc({gw.size(0)}, dt(gb.dtype()), tag::x) : memory::desc();
     dnnl::convolution_backward_weights::desc d(
         dnnl::algorithm::convolution_direct, md_of(in), weight_any_md(gw, p.groups), bias_md,
         md_of(go), g.strides, g.dilates, g.pad_l, g.pad_r);
     auto hint = forward_pd(in, gw, gb.defined(), go, p);
     dnnl::convolution_backward_weights::primitive_desc pd(d, scratch_attr(), cpu_engine(), hint);
+    optimised(pd, go);
     return make_entry(dnnl::convolution_backward_weights(pd), pd.diff_weights_desc(),
                       pd.scratchpad_desc(), weight_user_md(gw, p.groups), true);
   });
-  if (!e) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
+  if (!e) return backward_weight_fallback(go, in, gw, gb, p);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(md_of(in), in)},
                                        {DNNL_ARG_DIFF_DST, mem(md_of(go), go)}};
   if (gb.defined()) args.emplace(DNNL_ARG_DIFF_BIAS, mem(md_of(gb), gb));
@@ -267,15 +331,15 @@ bool nhwc_pays(const Tensor& a, const Tensor& b) {
 /// copies the buffer into `out`.
 template <class Fn>
 void via_nhwc(const Tensor& a, const Tensor& out, const Fn& fn) {
-  Tensor tmp = detail::empty_in_layout(out.sizes(), kFloat32, out.device(), true);
-  fn(detail::to_layout(a, kFloat32, true), tmp);
+  Tensor tmp = detail::empty_in_layout(out.sizes(), out.dtype(), out.device(), true);
+  fn(detail::to_layout(a, a.dtype(), true), tmp);
   NoGradGuard no_grad;
   Tensor(out).copy_(tmp);  // a handle to the same storage
 }
 
 void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
                            const Tensor& out, const Conv2dParams& p) {
-  if (in.dtype() != kFloat32) return conv2d_forward_fallback(in, w, bias, out, p);
+  if (in.dtype() == kFloat64) return conv2d_forward_fallback(in, w, bias, out, p);
   if (nhwc_pays(in, out))
     return via_nhwc(in, out, [&](const Tensor& x, const Tensor& y) { forward_dnnl(x, w, bias, y, p); });
   forward_dnnl(in, w, bias, out, p);
@@ -283,7 +347,7 @@ void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias
 
 void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tensor& gi,
                                   const Conv2dParams& p) {
-  if (go.dtype() != kFloat32) return conv2d_backward_input_fallback(go, w, gi, p);
+  if (go.dtype() == kFloat64) return conv2d_backward_input_fallback(go, w, gi, p);
   if (nhwc_pays(go, gi))
     return via_nhwc(go, gi, [&](const Tensor& g, const Tensor& d) { backward_input_dnnl(g, w, d, p); });
   backward_input_dnnl(go, w, gi, p);
@@ -295,10 +359,10 @@ void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tenso
 /// copies cost far less than the difference.
 void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Tensor& gw,
                                    const Tensor& gb, const Conv2dParams& p) {
-  if (in.dtype() != kFloat32) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
+  if (in.dtype() == kFloat64) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
   if (!detail::is_channels_last(in) && in.size(1) >= 16 && in.size(2) * in.size(3) > 1)
-    return backward_weight_dnnl(detail::to_layout(go, kFloat32, true),
-                                detail::to_layout(in, kFloat32, true), gw, gb, p);
+    return backward_weight_dnnl(detail::to_layout(go, go.dtype(), true),
+                                detail::to_layout(in, in.dtype(), true), gw, gb, p);
   backward_weight_dnnl(go, in, gw, gb, p);
 }
 

@@ -84,11 +84,16 @@ struct Prepared {
   bool cl;
   DType cd;
 };
+/// bfloat16 convolutions on the CPU run in bfloat16 (oneDNN's bf16 kernels accumulate in
+/// float and round once; src/cpu/dnnl_conv.cpp); other 16-bit inputs compute in float32.
 Prepared prepare(const char* op, const Tensor& input) {
-  return {is_channels_last(input), nn_compute_dtype(op, input.dtype())};
+  const DType cd = input.dtype() == kBFloat16 && input.is_cpu()
+                       ? kBFloat16
+                       : nn_compute_dtype(op, input.dtype());
+  return {is_channels_last(input), cd};
 }
 
-/// conv2d's layout: channels-last when the input is, and also for a float32 CPU convolution
+/// conv2d's layout: channels-last when the input is, and also for a float32 (or bf16) CPU convolution
 /// with 32 or more output channels over a spatial map. oneDNN 2.6 runs those with its NHWC
 /// brgemm/jit kernels but takes its much slower gemm path for NCHW (the small CNN's 1 -> 32
 /// layer at batch 128: 237 ms forward + weight gradient in NCHW against 66 ms in NHWC, in
@@ -99,7 +104,8 @@ Prepared prepare(const char* op, const Tensor& input) {
 /// Forward and backward take the same decision, so gradients arrive in the forward's layout.
 Prepared prepare_conv2d(const Tensor& input, const Tensor& weight, const Conv2dParams& p) {
   Prepared pr = prepare("conv2d", input);
-  if (!pr.cl && input.is_cpu() && pr.cd == kFloat32 && p.groups == 1 && input.dim() == 4 &&
+  if (!pr.cl && input.is_cpu() && (pr.cd == kFloat32 || pr.cd == kBFloat16) && p.groups == 1 &&
+      input.dim() == 4 &&
       weight.dim() == 4 && weight.size(0) >= 32 && input.size(2) * input.size(3) > 1)
     pr.cl = true;
   return pr;

@@ -151,6 +151,44 @@ TEST(Conv2d, BFloat16ComputesInFloat32) {
   EXPECT_TRUE(all_close(out, r.out, 1e-2, 2e-2));
 }
 
+// bfloat16 forward and backward (oneDNN's bf16 kernels where it has them, the float32
+// fallback elsewhere) against float64 loops on the bf16-rounded inputs. Each result is
+// rounded once, so it lies within a bf16 rounding step of the float64 value; the tolerance is
+// one step at the case's largest magnitude. "wide" (32 output channels) takes the
+// channels-last-by-default path.
+TEST(Conv2d, BFloat16ForwardAndBackwardMatchFloat64OnRoundedInputs) {
+  std::vector<ConvCase> cases(std::begin(kConvCases), std::end(kConvCases));
+  cases.push_back({"wide", 2, 8, 6, 6, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true});
+  auto close = [](const Tensor& t, const std::vector<double>& ref) {
+    double m = 0;
+    for (double v : ref) m = std::max(m, std::abs(v));
+    return all_close(t, ref, 1.0 / 128, m / 128);
+  };
+  for (const ConvCase& k : cases) {
+    for (bool cl : {false, true}) {
+      const Conv2dParams p = params_of(k);
+      const ConvData d = conv_data(k, 17);
+      const auto xr = round_to(d.x, kBFloat16), wr = round_to(d.w, kBFloat16),
+                 br = round_to(d.b, kBFloat16);
+      const ConvRef probe = ref_conv(k, p, xr, wr, br, nullptr);
+      const auto gor =
+          round_to(random_values(numel_of(probe.out_shape), -1, 1, 23), kBFloat16);
+      const ConvRef r = ref_conv(k, p, xr, wr, br, &gor);
+      const Tensor x = make_nchw(xr, d.xs, kBFloat16, cl), w = make_input(wr, d.ws, kBFloat16);
+      const Tensor b = k.bias ? make_input(br, {k.o}, kBFloat16) : Tensor();
+      const Tensor out = detail::conv2d_forward(x, w, b, p);
+      const auto g = detail::conv2d_backward(make_nchw(gor, r.out_shape, kBFloat16, cl), x, w, p,
+                                             {true, true, k.bias});
+      const std::string what = std::string(k.name) + (cl ? " channels-last" : " nchw");
+      ASSERT_EQ(out.dtype(), kBFloat16) << what;
+      EXPECT_TRUE(close(out, r.out)) << what << " forward";
+      EXPECT_TRUE(close(g.input, r.gi)) << what << " grad_input";
+      EXPECT_TRUE(close(g.weight, r.gw)) << what << " grad_weight";
+      if (k.bias) EXPECT_TRUE(close(g.bias, r.gb)) << what << " grad_bias";
+    }
+  }
+}
+
 TEST(Conv2d, GradientsMatchFiniteDifferences) {
   for (const ConvCase& k : {kConvCases[2], kConvCases[3], kConvCases[6]}) {
     const Conv2dParams p = params_of(k);
