@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/error.h"
 #include "ignis/ops.h"
@@ -110,6 +111,9 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
     }
 
   GradModeScope mode(task.create_graph);
+  // Backward formulas run in the dtypes their forward ops saved, even when backward() is
+  // called inside an amp::autocast scope (as PyTorch documents): no op casts again here.
+  AutocastApplied no_autocast;
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();

@@ -205,6 +205,24 @@ TEST(Autocast, GradientsArriveInTheParametersDtype) {
   EXPECT_TRUE(all_close(x.grad(), round_to(gx, kBFloat16), 1.0 / 128, 1e-6));
 }
 
+TEST(Autocast, BackwardInsideTheScopeCastsNothingAgain) {
+  // A float32 product recorded outside autocast, differentiated inside it: its gradient
+  // stays float32 (and exact), not recomputed in bf16.
+  const Vec av = random_values(6, -1, 1, 61), bv = random_values(6, -1, 1, 62);
+  Tensor a = tensor(av, Shape{2, 3}).to(kFloat32).requires_grad_();
+  Tensor b = tensor(bv, Shape{3, 2}).to(kFloat32);
+  Tensor y = mm(a, b).sum();
+  {
+    amp::autocast ac(kBFloat16);
+    y.backward();
+  }
+  ASSERT_EQ(a.grad().dtype(), kFloat32);
+  Vec expect;  // dy/da[i, p] = sum_j b[p, j]
+  for (int i = 0; i < 2; ++i)
+    for (int p = 0; p < 3; ++p) expect.push_back(double(float(bv[size_t(p * 2)])) + double(float(bv[size_t(p * 2 + 1)])));
+  EXPECT_TRUE(all_close(a.grad(), expect, 1e-6, 0));
+}
+
 struct Mlp : nn::Module {
   nn::Linear fc1{this, "fc1", 10, 64};
   nn::Linear fc2{this, "fc2", 64, 4};
