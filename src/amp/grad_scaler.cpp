@@ -1,7 +1,7 @@
 // amp::GradScaler: dynamic loss scaling with PyTorch's schedule (torch.cuda.amp.GradScaler).
 // The unscale of all gradients is one kernel call per (device, dtype) over the whole list
 // (unscale_kernel, src/ops/optim_kernels.h), which also reports whether any gradient was
-// inf/NaN.
+// inf/NaN; a device without that kernel gets the same arithmetic from ops.
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -23,10 +23,27 @@ void check_positive_finite(double v, const char* what) {
               "[GradScaler] {} must be positive and finite, got {}", what, v);
 }
 
+/// The gradients of one (device, dtype): the kernel's arguments and the tensors themselves.
+struct GradGroup {
+  detail::UnscaleArgs args;
+  std::vector<Tensor> grads;
+};
+
+/// Unscales a group on a device without the fused kernel (CUDA, until it has one): the same
+/// arithmetic with ops, the flags combined on the device and read once.
+bool unscale_with_ops(const std::vector<Tensor>& grads, float inv_scale) {
+  Tensor ok = full({}, true, {kBool, grads.front().device()});
+  for (Tensor g : grads) {
+    ok = logical_and(ok, all(isfinite(g)));
+    g.mul_(double(inv_scale));
+  }
+  return !ok.item<bool>();
+}
+
 /// Unscales every defined gradient of the optimizer; returns whether any was inf/NaN.
 bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
   // Gradients grouped by device and dtype: one kernel call per group.
-  std::map<std::tuple<DeviceType, int, DType>, detail::UnscaleArgs> groups;
+  std::map<std::tuple<DeviceType, int, DType>, GradGroup> groups;
   bool found = false;
   NoGradGuard no_grad;
   for (optim::ParamGroup& group : optimizer.param_groups()) {
@@ -36,19 +53,22 @@ bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
       IGNIS_CHECK(is_floating(g.dtype()), DTypeError,
                   "[GradScaler] expected floating-point gradients, got {}", dtype_name(g.dtype()));
       if (!g.is_contiguous()) {  // rare (a gradient assigned by hand): plain ops
-        found |= !all(isfinite(g)).item<bool>();
-        g.mul_(double(inv_scale));
+        found |= unscale_with_ops({g}, inv_scale);
         continue;
       }
-      detail::UnscaleArgs& a = groups[{g.device().type, g.device().index, g.dtype()}];
-      a.dtype = g.dtype();
-      a.inv_scale = inv_scale;
-      a.data.push_back(g.data_ptr());
-      a.numel.push_back(g.numel());
+      GradGroup& gg = groups[{g.device().type, g.device().index, g.dtype()}];
+      gg.args.dtype = g.dtype();
+      gg.args.inv_scale = inv_scale;
+      gg.args.data.push_back(g.data_ptr());
+      gg.args.numel.push_back(g.numel());
+      gg.grads.push_back(g);
     }
   }
-  for (const auto& [key, args] : groups)
-    found |= detail::unscale_kernel.get(Device(std::get<0>(key), std::get<1>(key)))(args);
+  for (const auto& [key, gg] : groups) {
+    const Device device(std::get<0>(key), std::get<1>(key));
+    found |= detail::unscale_kernel.has(device.type) ? detail::unscale_kernel.get(device)(gg.args)
+                                                     : unscale_with_ops(gg.grads, inv_scale);
+  }
   return found;
 }
 

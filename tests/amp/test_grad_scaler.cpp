@@ -68,6 +68,24 @@ TEST(GradScaler, UnscalesEveryDtypeAndFindsInfInAny) {
   EXPECT_EQ(s.get_scale(), 4.0);
 }
 
+TEST(GradScaler, NonContiguousGradientsTakeTheOpsPath) {
+  // A transposed gradient (assigned by hand) is unscaled with ops, the path devices without
+  // the fused kernel take; its NaN must be found all the same.
+  Tensor p = zeros({2, 3}).requires_grad_();
+  optim::SGD opt({p}, {.lr = 1.0});
+  amp::GradScaler s({.init_scale = 4});
+  p.mutable_grad() = tensor(Vec{4, 8, -12, 16, 20, 24}, Shape{3, 2}).to(kFloat32).t();
+  ASSERT_FALSE(p.grad().is_contiguous());
+  s.unscale_(opt);
+  EXPECT_TRUE(all_close(p.grad(), {1, -3, 5, 2, 4, 6}, 0, 0));
+  EXPECT_TRUE(s.step(opt));
+  s.update();
+  p.mutable_grad() = tensor(Vec{4, 8, std::nan(""), 16, 20, 24}, Shape{3, 2}).to(kFloat32).t();
+  EXPECT_FALSE(s.step(opt));
+  s.update();
+  EXPECT_EQ(s.get_scale(), 2.0);
+}
+
 TEST(GradScaler, ScheduleBacksOffAndGrows) {
   // Hand-worked schedule with init 16, growth 2, backoff 0.5, interval 3:
   //   step:   1    2    3(inf) 4    5    6     7    8    9
