@@ -25,8 +25,8 @@ bool TrainAmp::step(ig::optim::Optimizer& optimizer) {
 std::string TrainAmp::describe() const {
   if (!enabled_) return "off (float32)";
   if (!scaler_.is_enabled()) return "bf16 autocast (float32 weights)";
-  return fmt::format("fp16 autocast (float32 weights), GradScaler at scale {:g}",
-                     scaler_.get_scale());
+  return fmt::format(
+      "fp16 autocast (float32 weights), GradScaler at scale {:g}", scaler_.get_scale());
 }
 
 }  // namespace ignis_cli

@@ -26,9 +26,11 @@ DType autocast_dtype() { return state.dtype; }
 
 autocast::autocast(DType dtype, bool enabled)
     : prev_enabled_(state.enabled), prev_dtype_(state.dtype) {
-  IGNIS_CHECK(dtype == kBFloat16 || dtype == kFloat16, DTypeError,
-              "[autocast] the low-precision dtype must be bfloat16 or float16, got {}",
-              dtype_name(dtype));
+  IGNIS_CHECK(
+      dtype == kBFloat16 || dtype == kFloat16,
+      DTypeError,
+      "[autocast] the low-precision dtype must be bfloat16 or float16, got {}",
+      dtype_name(dtype));
   state.enabled = enabled;
   if (enabled) state.dtype = dtype;
 }

@@ -19,8 +19,12 @@ namespace ignis::amp {
 namespace {
 
 void check_positive_finite(double v, const char* what) {
-  IGNIS_CHECK(v > 0 && std::isfinite(v), ValueError,
-              "[GradScaler] {} must be positive and finite, got {}", what, v);
+  IGNIS_CHECK(
+      v > 0 && std::isfinite(v),
+      ValueError,
+      "[GradScaler] {} must be positive and finite, got {}",
+      what,
+      v);
 }
 
 /// The gradients of one (device, dtype): the kernel's arguments and the tensors themselves.
@@ -50,8 +54,11 @@ bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
       Tensor& g = p.mutable_grad();
-      IGNIS_CHECK(is_floating(g.dtype()), DTypeError,
-                  "[GradScaler] expected floating-point gradients, got {}", dtype_name(g.dtype()));
+      IGNIS_CHECK(
+          is_floating(g.dtype()),
+          DTypeError,
+          "[GradScaler] expected floating-point gradients, got {}",
+          dtype_name(g.dtype()));
       if (!g.is_contiguous()) {  // rare (a gradient assigned by hand): plain ops
         found |= unscale_with_ops({g}, inv_scale);
         continue;
@@ -81,18 +88,29 @@ GradScaler::GradScaler(GradScalerOptions o)
       growth_interval_(o.growth_interval),
       enabled_(o.enabled) {
   check_positive_finite(o.init_scale, "init_scale");
-  IGNIS_CHECK(o.growth_factor > 1, ValueError, "[GradScaler] growth_factor must be > 1, got {}",
-              o.growth_factor);
-  IGNIS_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1, ValueError,
-              "[GradScaler] backoff_factor must be in (0, 1), got {}", o.backoff_factor);
-  IGNIS_CHECK(o.growth_interval > 0, ValueError,
-              "[GradScaler] growth_interval must be positive, got {}", o.growth_interval);
+  IGNIS_CHECK(
+      o.growth_factor > 1,
+      ValueError,
+      "[GradScaler] growth_factor must be > 1, got {}",
+      o.growth_factor);
+  IGNIS_CHECK(
+      o.backoff_factor > 0 && o.backoff_factor < 1,
+      ValueError,
+      "[GradScaler] backoff_factor must be in (0, 1), got {}",
+      o.backoff_factor);
+  IGNIS_CHECK(
+      o.growth_interval > 0,
+      ValueError,
+      "[GradScaler] growth_interval must be positive, got {}",
+      o.growth_interval);
 }
 
 Tensor GradScaler::scale(const Tensor& loss) const {
   if (!enabled_) return loss;
-  IGNIS_CHECK(loss.defined() && is_floating(loss.dtype()), DTypeError,
-              "[GradScaler] scale() expects a floating-point loss");
+  IGNIS_CHECK(
+      loss.defined() && is_floating(loss.dtype()),
+      DTypeError,
+      "[GradScaler] scale() expects a floating-point loss");
   // A float32 0-dim factor, as PyTorch's float32 scale tensor: a float16 loss is promoted
   // rather than overflowing at 65536 * loss.
   return mul(loss, full({}, scale_, {kFloat32, loss.device()}));
@@ -100,9 +118,11 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 
 void GradScaler::unscale_(optim::Optimizer& optimizer) {
   if (!enabled_) return;
-  IGNIS_CHECK(!found_inf_.count(&optimizer), ValueError,
-              "[GradScaler] unscale_() has already been called on this optimizer since the last "
-              "update()");
+  IGNIS_CHECK(
+      !found_inf_.count(&optimizer),
+      ValueError,
+      "[GradScaler] unscale_() has already been called on this optimizer since the last "
+      "update()");
   // 1/scale rounded to float32, as PyTorch computes it (exact for powers of two).
   found_inf_[&optimizer] = unscale_grads(optimizer, float(1.0 / scale_));
 }
@@ -112,8 +132,10 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
     optimizer.step();
     return true;
   }
-  IGNIS_CHECK(!stepped_.count(&optimizer), ValueError,
-              "[GradScaler] step() has already been called since the last update()");
+  IGNIS_CHECK(
+      !stepped_.count(&optimizer),
+      ValueError,
+      "[GradScaler] step() has already been called since the last update()");
   if (!found_inf_.count(&optimizer)) unscale_(optimizer);
   stepped_.insert(&optimizer);
   if (found_inf_[&optimizer]) return false;
@@ -123,9 +145,11 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
 
 void GradScaler::update() {
   if (!enabled_) return;
-  IGNIS_CHECK(!found_inf_.empty(), ValueError,
-              "[GradScaler] update() without unscale_() or step() since the last update(): no "
-              "inf checks were recorded");
+  IGNIS_CHECK(
+      !found_inf_.empty(),
+      ValueError,
+      "[GradScaler] update() without unscale_() or step() since the last update(): no "
+      "inf checks were recorded");
   bool found = false;
   for (const auto& [opt, inf] : found_inf_) found |= inf;
   // PyTorch's _amp_update_scale_: back off on inf/NaN, grow after growth_interval clean
@@ -154,11 +178,12 @@ void GradScaler::update(double new_scale) {
 
 std::map<std::string, double> GradScaler::state_dict() const {
   if (!enabled_) return {};
-  return {{"scale", scale_},
-          {"growth_factor", growth_factor_},
-          {"backoff_factor", backoff_factor_},
-          {"growth_interval", double(growth_interval_)},
-          {"_growth_tracker", double(growth_tracker_)}};
+  return {
+      {"scale", scale_},
+      {"growth_factor", growth_factor_},
+      {"backoff_factor", backoff_factor_},
+      {"growth_interval", double(growth_interval_)},
+      {"_growth_tracker", double(growth_tracker_)}};
 }
 
 void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
@@ -170,9 +195,11 @@ void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
   };
   const double scale = get("scale"), tracker = get("_growth_tracker");
   check_positive_finite(scale, "the saved scale");
-  IGNIS_CHECK(tracker >= 0 && tracker == std::floor(tracker), ValueError,
-              "[GradScaler] the saved _growth_tracker must be a non-negative integer, got {}",
-              tracker);
+  IGNIS_CHECK(
+      tracker >= 0 && tracker == std::floor(tracker),
+      ValueError,
+      "[GradScaler] the saved _growth_tracker must be a non-negative integer, got {}",
+      tracker);
   scale_ = scale;
   growth_factor_ = get("growth_factor");
   backoff_factor_ = get("backoff_factor");

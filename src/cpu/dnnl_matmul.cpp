@@ -11,9 +11,8 @@
 // the caching allocator.
 #include "cpu/dnnl_matmul.h"
 
-#include <dnnl.hpp>
-
 #include <cstring>
+#include <dnnl.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,8 +45,8 @@ std::mutex cache_mutex;
 std::unordered_map<std::string, std::shared_ptr<const Entry>> cache;
 
 /// A matrix (or, with `batch` > 0, a batch of matrices) of bf16 with the operand's strides.
-memory::desc md(int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols,
-                const GemmMatrix& x) {
+memory::desc md(
+    int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols, const GemmMatrix& x) {
   // A stride along a dim of size 1 is never used; oneDNN still checks it, so make it dense.
   const int64_t rs = rows == 1 ? cols * x.col_stride : x.row_stride;
   const int64_t cs = cols == 1 ? 1 : x.col_stride;
@@ -56,13 +55,14 @@ memory::desc md(int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols,
 }
 
 /// The cached primitive for this geometry; null when oneDNN would use its reference code.
-std::shared_ptr<const Entry> lookup(const memory::desc& a, const memory::desc& b,
-                                    const memory::desc& c, float alpha, float beta) {
+std::shared_ptr<const Entry> lookup(
+    const memory::desc& a, const memory::desc& b, const memory::desc& c, float alpha, float beta) {
   std::string key(reinterpret_cast<const char*>(a.data.dims), sizeof(a.data.dims));
   for (const memory::desc* d : {&a, &b, &c}) {
     key.append(reinterpret_cast<const char*>(d->data.dims), sizeof(d->data.dims));
-    key.append(reinterpret_cast<const char*>(d->data.format_desc.blocking.strides),
-               sizeof(d->data.format_desc.blocking.strides));
+    key.append(
+        reinterpret_cast<const char*>(d->data.format_desc.blocking.strides),
+        sizeof(d->data.format_desc.blocking.strides));
   }
   key.append(reinterpret_cast<const char*>(&alpha), sizeof alpha);
   key.append(reinterpret_cast<const char*>(&beta), sizeof beta);
@@ -91,15 +91,23 @@ std::shared_ptr<const Entry> lookup(const memory::desc& a, const memory::desc& b
   return cache.emplace(key, e).first->second;
 }
 
-void execute(const Entry& e, const memory::desc& amd, const void* a, const memory::desc& bmd,
-             const void* b, const memory::desc& cmd, void* c) {
+void execute(
+    const Entry& e,
+    const memory::desc& amd,
+    const void* a,
+    const memory::desc& bmd,
+    const void* b,
+    const memory::desc& cmd,
+    void* c) {
   const size_t bytes = e.scratch_md.get_size();
   void* scratch = bytes ? detail::cpu_allocator().allocate(bytes) : nullptr;
   dnnl::stream& s = stream();
-  e.prim.execute(s, {{DNNL_ARG_SRC, memory(amd, engine(), const_cast<void*>(a))},
-                     {DNNL_ARG_WEIGHTS, memory(bmd, engine(), const_cast<void*>(b))},
-                     {DNNL_ARG_DST, memory(cmd, engine(), c)},
-                     {DNNL_ARG_SCRATCHPAD, memory(e.scratch_md, engine(), scratch)}});
+  e.prim.execute(
+      s,
+      {{DNNL_ARG_SRC, memory(amd, engine(), const_cast<void*>(a))},
+       {DNNL_ARG_WEIGHTS, memory(bmd, engine(), const_cast<void*>(b))},
+       {DNNL_ARG_DST, memory(cmd, engine(), c)},
+       {DNNL_ARG_SCRATCHPAD, memory(e.scratch_md, engine(), scratch)}});
   s.wait();
   if (scratch) detail::cpu_allocator().deallocate(scratch, bytes);
 }
@@ -111,8 +119,8 @@ bool dnnl_bf16_gemm(const GemmArgs& g) {
   constexpr size_t kElem = 2;  // bytes of a bf16
   // One batch dim that every operand steps through: one 3-D primitive. Shared (stride-0)
   // or several batch dims: the same 2-D primitive once per matrix.
-  const bool one_3d = g.batch_sizes.size() == 1 && g.a.batch_strides[0] != 0 &&
-                      g.b.batch_strides[0] != 0;
+  const bool one_3d =
+      g.batch_sizes.size() == 1 && g.a.batch_strides[0] != 0 && g.b.batch_strides[0] != 0;
   const int64_t batch = one_3d ? g.batch_sizes[0] : 0;
   auto stride0 = [&](const GemmMatrix& x) { return one_3d ? x.batch_strides[0] : 0; };
   const memory::desc amd = md(batch, stride0(g.a), g.m, g.k, g.a);

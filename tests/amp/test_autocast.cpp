@@ -66,22 +66,39 @@ TEST(Autocast, Float32Ops) {
   const Tensor target = tensor<int64_t>({0, 3, 1, 4});
   amp::autocast ac(kBFloat16);
   for (const Tensor& r :
-       {softmax(xb, 1), log_softmax(xb, 1), cumsum(xb, 1), sum(xb), prod(xb), norm(xb),
-        logsumexp(xb, {1}), exp(xb), log(pos), log1p(pos), expm1(xb), rsqrt(pos),
-        pow(pos, 2.0), pow(pos, pos), softplus(xb),
-        F::cross_entropy(xb, target), F::nll_loss(xb, target), F::mse_loss(xb, pos),
-        F::l1_loss(xb, pos), F::smooth_l1_loss(xb, pos),
+       {softmax(xb, 1),
+        log_softmax(xb, 1),
+        cumsum(xb, 1),
+        sum(xb),
+        prod(xb),
+        norm(xb),
+        logsumexp(xb, {1}),
+        exp(xb),
+        log(pos),
+        log1p(pos),
+        expm1(xb),
+        rsqrt(pos),
+        pow(pos, 2.0),
+        pow(pos, pos),
+        softplus(xb),
+        F::cross_entropy(xb, target),
+        F::nll_loss(xb, target),
+        F::mse_loss(xb, pos),
+        F::l1_loss(xb, pos),
+        F::smooth_l1_loss(xb, pos),
         F::binary_cross_entropy_with_logits(xb, sigmoid(pos)),
-        layer_norm(xb, {5}, Tensor(), Tensor()), group_norm(xb.view({4, 5, 1}), 1),
+        layer_norm(xb, {5}, Tensor(), Tensor()),
+        group_norm(xb.view({4, 5, 1}), 1),
         batch_norm(xb, Tensor(), Tensor(), ones({5}), zeros({5}), true)})
-    EXPECT_EQ(r.dtype(), kFloat32) << "an op of the float32 list returned " << dtype_name(r.dtype());
+    EXPECT_EQ(r.dtype(), kFloat32)
+        << "an op of the float32 list returned " << dtype_name(r.dtype());
 }
 
 TEST(Autocast, OtherOpsKeepOrWidenTheirInputs) {
   const Tensor xb = f32({4, 5}, 1).to(kBFloat16), x = f32({4, 5}, 2);
   amp::autocast ac(kBFloat16);
   EXPECT_EQ(relu(xb).dtype(), kBFloat16);
-  EXPECT_EQ(mean(xb).dtype(), kBFloat16);  // not on PyTorch's list
+  EXPECT_EQ(mean(xb).dtype(), kBFloat16);   // not on PyTorch's list
   EXPECT_EQ(add(xb, x).dtype(), kFloat32);  // the widest input
   EXPECT_EQ(cat({xb, x}, 0).dtype(), kFloat32);
   EXPECT_EQ(max_pool2d(xb.view({1, 1, 4, 5}), {.kernel_size = {2, 2}}).dtype(), kBFloat16);
@@ -93,14 +110,21 @@ TEST(Autocast, OtherOpsKeepOrWidenTheirInputs) {
 
 // The exact expectation for a bf16 product: the float64 product of the bf16-rounded inputs,
 // rounded once to bf16. Float accumulation may land one bf16 rounding step away from it.
-void expect_bf16_product(const Tensor& got, const Vec& a, const Vec& b, int64_t m, int64_t k,
-                         int64_t n, const char* what) {
+void expect_bf16_product(
+    const Tensor& got,
+    const Vec& a,
+    const Vec& b,
+    int64_t m,
+    int64_t k,
+    int64_t n,
+    const char* what) {
   ASSERT_EQ(got.dtype(), kBFloat16) << what;
   const Vec ar = round_to(a, kBFloat16), br = round_to(b, kBFloat16);
   Vec ref(size_t(m * n), 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p) ref[size_t(i * n + j)] += ar[size_t(i * k + p)] * br[size_t(p * n + j)];
+      for (int64_t p = 0; p < k; ++p)
+        ref[size_t(i * n + j)] += ar[size_t(i * k + p)] * br[size_t(p * n + j)];
   EXPECT_TRUE(all_close(got, round_to(ref, kBFloat16), 1.0 / 128, 1e-6)) << what;
 }
 
@@ -113,8 +137,11 @@ TEST(Autocast, Bf16ProductsMatchFloat64OnRoundedInputs) {
   // B as a transposed view (column-major), and a batch of 3 with a shared B.
   expect_bf16_product(mm(ta, tb.t().contiguous().t()), a, b, m, k, n, "mm, transposed B");
   Tensor batched = matmul(ta.unsqueeze(0).expand({3, m, k}).contiguous(), tb);
-  for (int64_t i = 0; i < 3; ++i) expect_bf16_product(batched.select(0, i), a, b, m, k, n, "matmul 3-D @ 2-D");
-  Tensor bm = bmm(ta.unsqueeze(0).expand({2, m, k}).contiguous(), tb.unsqueeze(0).expand({2, k, n}).contiguous());
+  for (int64_t i = 0; i < 3; ++i)
+    expect_bf16_product(batched.select(0, i), a, b, m, k, n, "matmul 3-D @ 2-D");
+  Tensor bm =
+      bmm(ta.unsqueeze(0).expand({2, m, k}).contiguous(),
+          tb.unsqueeze(0).expand({2, k, n}).contiguous());
   expect_bf16_product(bm.select(0, 1), a, b, m, k, n, "bmm");
 }
 
@@ -138,8 +165,10 @@ TEST(Autocast, Bf16AddmmAlphaBeta) {
 }
 
 TEST(Autocast, Bf16ConvolutionMatchesFloat64OnRoundedInputs) {
-  const Vec x = random_values(2 * 3 * 7 * 7, -1, 1, 31), w = random_values(4 * 3 * 3 * 3, -1, 1, 32);
-  const Tensor tx = tensor(x, Shape{2, 3, 7, 7}).to(kFloat32), tw = tensor(w, Shape{4, 3, 3, 3}).to(kFloat32);
+  const Vec x = random_values(2 * 3 * 7 * 7, -1, 1, 31),
+            w = random_values(4 * 3 * 3 * 3, -1, 1, 32);
+  const Tensor tx = tensor(x, Shape{2, 3, 7, 7}).to(kFloat32),
+               tw = tensor(w, Shape{4, 3, 3, 3}).to(kFloat32);
   Tensor got;
   {
     amp::autocast ac(kBFloat16);
@@ -158,7 +187,8 @@ TEST(Autocast, Bf16ConvolutionMatchesFloat64OnRoundedInputs) {
               for (int dj = 0; dj < 3; ++dj) {
                 const int ii = i + di - 1, jj = j + dj - 1;
                 if (ii < 0 || ii >= 7 || jj < 0 || jj >= 7) continue;
-                s += xr[size_t(((n * 3 + c) * 7 + ii) * 7 + jj)] * wr[size_t(((o * 3 + c) * 3 + di) * 3 + dj)];
+                s += xr[size_t(((n * 3 + c) * 7 + ii) * 7 + jj)] *
+                     wr[size_t(((o * 3 + c) * 3 + di) * 3 + dj)];
               }
           ref[size_t(((n * 4 + o) * 7 + i) * 7 + j)] = s;
         }
@@ -219,7 +249,8 @@ TEST(Autocast, BackwardInsideTheScopeCastsNothingAgain) {
   ASSERT_EQ(a.grad().dtype(), kFloat32);
   Vec expect;  // dy/da[i, p] = sum_j b[p, j]
   for (int i = 0; i < 2; ++i)
-    for (int p = 0; p < 3; ++p) expect.push_back(double(float(bv[size_t(p * 2)])) + double(float(bv[size_t(p * 2 + 1)])));
+    for (int p = 0; p < 3; ++p)
+      expect.push_back(double(float(bv[size_t(p * 2)])) + double(float(bv[size_t(p * 2 + 1)])));
   EXPECT_TRUE(all_close(a.grad(), expect, 1e-6, 0));
 }
 

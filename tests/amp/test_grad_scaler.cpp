@@ -93,8 +93,8 @@ TEST(GradScaler, ScheduleBacksOffAndGrows) {
   //   tracker:             1,  2, 0, 1, 2,  0,  1,  2,  0
   Tensor p = zeros({2}).requires_grad_();
   optim::SGD opt({p}, {.lr = 0.5});
-  amp::GradScaler s({.init_scale = 16, .growth_factor = 2, .backoff_factor = 0.5,
-                     .growth_interval = 3});
+  amp::GradScaler s(
+      {.init_scale = 16, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 3});
   const double inf = std::numeric_limits<double>::infinity();
   const Vec scales = {16, 16, 8, 8, 8, 16, 16, 16, 32};
   const Vec trackers = {1, 2, 0, 1, 2, 0, 1, 2, 0};

@@ -34,22 +34,35 @@ std::map<std::string, Case> ops() {
       {"bmm", [](In i) { return bmm(i.at("x3"), i.at("x3").transpose(1, 2)); }},
       {"addmm", [](In i) { return addmm(i.at("b"), i.at("x"), i.at("w").t()); }},
       {"linear", [](In i) { return F::linear(i.at("x"), i.at("w"), i.at("b")); }},
-      {"conv2d", [](In i) { return conv2d(i.at("img"), i.at("cw"), i.at("cb"), {.padding = {1, 1}}); }},
-      {"conv2d_strided", [](In i) { return conv2d(i.at("img"), i.at("cw"), Tensor(), {.stride = {2, 2}}); }},
+      {"conv2d",
+       [](In i) {
+         return conv2d(i.at("img"), i.at("cw"), i.at("cb"), {.padding = {1, 1}});
+       }},
+      {"conv2d_strided",
+       [](In i) {
+         return conv2d(i.at("img"), i.at("cw"), Tensor(), {.stride = {2, 2}});
+       }},
       {"mm_float64", [](In i) { return mm(i.at("x").to(kFloat64), i.at("w").t().to(kFloat64)); }},
       {"cross_entropy", [](In i) { return F::cross_entropy(i.at("logits"), i.at("target")); }},
       {"cross_entropy_smoothing",
-       [](In i) { return F::cross_entropy(i.at("logits"), i.at("target"), {.label_smoothing = 0.1}); }},
+       [](In i) {
+         return F::cross_entropy(i.at("logits"), i.at("target"), {.label_smoothing = 0.1});
+       }},
       {"nll_loss", [](In i) { return F::nll_loss(i.at("logits"), i.at("target")); }},
       {"mse_loss", [](In i) { return F::mse_loss(i.at("logits"), i.at("y")); }},
       {"l1_loss", [](In i) { return F::l1_loss(i.at("logits"), i.at("y")); }},
       {"smooth_l1_loss", [](In i) { return F::smooth_l1_loss(i.at("logits"), i.at("y")); }},
       {"bce_with_logits",
-       [](In i) { return F::binary_cross_entropy_with_logits(i.at("logits"), sigmoid(i.at("y"))); }},
+       [](In i) {
+         return F::binary_cross_entropy_with_logits(i.at("logits"), sigmoid(i.at("y")));
+       }},
       {"prod", [](In i) { return prod(i.at("pos")); }},
       {"add_mixed", [](In i) { return i.at("logits") + i.at("y").to(kFloat32); }},
       {"relu", [](In i) { return relu(i.at("logits")); }},
-      {"max_pool2d", [](In i) { return max_pool2d(i.at("img").to(kBFloat16), {.kernel_size = {2, 2}}); }},
+      {"max_pool2d",
+       [](In i) {
+         return max_pool2d(i.at("img").to(kBFloat16), {.kernel_size = {2, 2}});
+       }},
       {"cuda_list/softmax", [](In i) { return softmax(i.at("logits"), 1); }},
       {"cuda_list/log_softmax", [](In i) { return log_softmax(i.at("logits"), 1); }},
       {"cuda_list/sum", [](In i) { return sum(i.at("logits")); }},
@@ -77,8 +90,8 @@ void expect_matches(const std::string& name, const Tensor& got, const Tensor& wa
   ASSERT_EQ(got.sizes(), want.sizes()) << name;
   const double scale = want.numel() ? amax(want.to(kFloat64).abs(), {}).item<double>() : 1;
   const bool low = want.dtype() == kBFloat16;
-  EXPECT_TRUE(testing::all_close(got, testing::values_of(want), low ? 1.0 / 128 : 1e-5,
-                                 (low ? 1.0 / 128 : 1e-6) * scale))
+  EXPECT_TRUE(testing::all_close(
+      got, testing::values_of(want), low ? 1.0 / 128 : 1e-5, (low ? 1.0 / 128 : 1e-6) * scale))
       << name;
 }
 
