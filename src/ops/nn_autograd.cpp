@@ -98,10 +98,13 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
-  if (autocast_pending()) {  // Note [Autocast applies once]
+  // Running statistics are updated in place, so they are never cast (a copy would lose the
+  // update): batch norm goes to float32 under autocast only when they are float32 or absent.
+  const bool stats_fp32 = !running_mean.defined() || running_mean.dtype() == kFloat32;
+  if (stats_fp32 && autocast_pending()) {  // Note [Autocast applies once]
     AutocastApplied once;
-    return batch_norm(autocast_fp32(input), autocast_fp32(running_mean), autocast_fp32(running_var),
-                      autocast_fp32(weight), autocast_fp32(bias), training, momentum, eps);
+    return batch_norm(autocast_fp32(input), running_mean, running_var, autocast_fp32(weight),
+                      autocast_fp32(bias), training, momentum, eps);
   }
   NormResult r;
   {

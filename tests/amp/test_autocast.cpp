@@ -235,6 +235,40 @@ TEST(Autocast, GradientsArriveInTheParametersDtype) {
   EXPECT_TRUE(all_close(x.grad(), round_to(gx, kBFloat16), 1.0 / 128, 1e-6));
 }
 
+TEST(Autocast, BatchNormUpdatesItsRunningStatisticsInPlace) {
+  // Running statistics are buffers updated in place: autocast must not replace them by
+  // copies. Expected after one training step (momentum 0.1, starting at 0 and 1): 0.1 * the
+  // batch mean and 0.9 + 0.1 * the unbiased batch variance, per channel.
+  const Vec xv = random_values(4 * 3, -1, 1, 71);
+  Vec mean(3, 0.0), var(3, 0.0);
+  for (int c = 0; c < 3; ++c) {
+    for (int n = 0; n < 4; ++n)
+      mean[size_t(c)] += double(BFloat16(float(xv[size_t(n * 3 + c)]))) / 4;
+    for (int n = 0; n < 4; ++n) {
+      const double d = double(BFloat16(float(xv[size_t(n * 3 + c)]))) - mean[size_t(c)];
+      var[size_t(c)] += d * d / 3;
+    }
+  }
+  for (DType stats : {kFloat32, kBFloat16}) {
+    Tensor rm = zeros({3}, stats), rv = ones({3}, stats);
+    const Tensor x = tensor(xv, Shape{4, 3}).to(kBFloat16);
+    Tensor y;
+    {
+      amp::autocast ac(kBFloat16);
+      y = batch_norm(x, rm, rv, ones({3}, stats), zeros({3}, stats), true);
+    }
+    EXPECT_EQ(y.dtype(), stats == kFloat32 ? kFloat32 : kBFloat16);
+    Vec want_m, want_v;
+    for (int c = 0; c < 3; ++c) {
+      want_m.push_back(0.1 * mean[size_t(c)]);
+      want_v.push_back(0.9 + 0.1 * var[size_t(c)]);
+    }
+    const double tol = stats == kFloat32 ? 1e-6 : 1.0 / 128;
+    EXPECT_TRUE(all_close(rm, want_m, tol, 1e-6)) << dtype_name(stats);
+    EXPECT_TRUE(all_close(rv, want_v, tol, 1e-6)) << dtype_name(stats);
+  }
+}
+
 TEST(Autocast, BackwardInsideTheScopeCastsNothingAgain) {
   // A float32 product recorded outside autocast, differentiated inside it: its gradient
   // stays float32 (and exact), not recomputed in bf16.
