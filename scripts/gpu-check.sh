@@ -68,17 +68,23 @@ if [ ! -e /usr/include/zlib.h ] && [ -e "$prefix/usr/include/zlib.h" ]; then
   zlib_args=(-DZLIB_INCLUDE_DIR="$prefix/usr/include" ${zlib_so:+-DZLIB_LIBRARY="$zlib_so"})
 fi
 
+# The GPU convolutions need cuDNN: with PyTorch's wheel found, its absence is a configure
+# error rather than a build whose convolution tests fail.
+cudnn_mode=AUTO
+[ -n "$cudnn_root" ] && cudnn_mode=ON
+
 build=build-gpu
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
-  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN="$cudnn_mode" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
   -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
+say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
@@ -113,5 +119,10 @@ if command -v compute-sanitizer >/dev/null; then
     --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*' \
     >"$out/sanitizer.log" 2>&1
   say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
+  # The nn kernels' index arithmetic (pooling windows, channel views, loss rows).
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
+    --gtest_filter='CudaNn.Pooling*:CudaNn.BatchNorm*:CudaLoss.*:CudaOptim.*' \
+    >"$out/sanitizer-nn.log" 2>&1
+  say "- compute-sanitizer memcheck, nn kernels: exit $? (sanitizer-nn.log; 3 = errors found)"
 fi
 cat "$summary"
