@@ -1,8 +1,9 @@
 // CUDA kernels of batch norm and 2-D pooling (slots in src/ops/nn_kernels.h), the twins of
 // src/cpu/norm.cpp and src/cpu/pool.cpp: the same windows, tie rules and precision (window
 // sums and channel statistics in double), so the GPU agrees with the CPU to rounding.
-//   batch norm: a block per channel reduces its statistics (two passes: mean, then squared
-//     deviations), then one elementwise pass applies scale and shift per channel.
+//   batch norm: blocks reduce chunks of a channel (two passes: mean, then squared
+//     deviations), a thread per channel merges them, then one elementwise pass applies
+//     scale and shift per channel.
 //   pooling: a thread per output element forward. The avg and adaptive backwards gather, a
 //     thread per input element summing the outputs whose windows hold it in (oh, ow) order
 //     as the CPU's scatter does (no atomics, no dependence on scheduling); max-pool's
@@ -32,10 +33,11 @@ T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
 }
 
-constexpr int kChannelThreads = 512;
-
 // ---- batch norm ----------------------------------------------------------------------------
-// x[n, c, s] at (n*C + c)*S + s (NCHW) or (n*S + s)*C + c (channels-last).
+// x[n, c, s] at (n*C + c)*S + s (NCHW) or (n*S + s)*C + c (channels-last). A channel's N*S
+// values are split into `splits` chunks, one block each, so that a few channels still fill
+// the GPU; a second kernel merges each channel's chunks (Chan et al.'s pairwise update for
+// mean and squared deviations, which keeps the CPU's two-pass accuracy).
 
 struct ChannelView {
   int64_t n, c, s;
@@ -48,12 +50,53 @@ struct ChannelView {
   }
 };
 
-/// Block per channel: in training the batch statistics (saved, and folded into the running
-/// ones), then scale = invstd * w and shift = b - mean * scale for the elementwise pass.
+constexpr int kStatThreads = 256;
+
+/// Chunks per channel: about 512 blocks in all, each of at least 2048 values.
+int64_t splits_for(int64_t channels, int64_t count) {
+  const int64_t by_blocks = std::max<int64_t>(1, 512 / std::max<int64_t>(channels, 1));
+  const int64_t by_size = std::max<int64_t>(1, count / 2048);
+  return std::min(by_blocks, by_size);
+}
+
+/// [begin, end) of chunk b of `splits` over count values.
+__device__ __forceinline__ void chunk_range(
+    int64_t count, int64_t splits, int64_t b, int64_t& begin, int64_t& end) {
+  const int64_t per = (count + splits - 1) / splits;
+  begin = min(b * per, count);
+  end = min(begin + per, count);
+}
+
+/// Block (c, b): the count, mean and sum of squared deviations of chunk b of channel c
+/// (two passes over the chunk, the second mostly from cache), at partial[(c*splits + b)*3].
 template <class T>
-__global__ void batch_norm_channel(
-    const T* __restrict__ x,
-    ChannelView v,
+__global__ void batch_norm_partial_stats(
+    const T* __restrict__ x, ChannelView v, int64_t splits, double* __restrict__ partial) {
+  const int64_t c = blockIdx.x, b = blockIdx.y;
+  int64_t begin, end;
+  chunk_range(v.n * v.s, splits, b, begin, end);
+  double s = 0;
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) s += double(x[v.at(c, k)]);
+  const double count = double(end - begin);
+  const double total = block_sum(s), m = end > begin ? total / count : 0.0;
+  double q = 0;
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+    const double d = double(x[v.at(c, k)]) - m;
+    q += d * d;
+  }
+  q = block_sum(q);
+  if (threadIdx.x != 0) return;
+  double* out = partial + (c * splits + b) * 3;
+  out[0] = count, out[1] = m, out[2] = q;
+}
+
+/// Thread per channel: the merged statistics (in training: saved, and folded into the
+/// running ones), then scale = invstd * w and shift = b - mean * scale for the apply pass.
+template <class T>
+__global__ void batch_norm_finish_stats(
+    const double* __restrict__ partial,
+    int64_t channels,
+    int64_t splits,
     bool training,
     T* mean,
     T* invstd,
@@ -65,26 +108,24 @@ __global__ void batch_norm_channel(
     double eps,
     T* scale,
     T* shift) {
-  const int64_t c = blockIdx.x, count = v.n * v.s;
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
   if (training) {
-    double s = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) s += double(x[v.at(c, k)]);
-    const double m = block_sum(s) / double(count);
-    double q = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const double d = double(x[v.at(c, k)]) - m;
-      q += d * d;
+    double n = 0, m = 0, q = 0;
+    for (int64_t k = 0; k < splits; ++k) {
+      const double* p = partial + (c * splits + k) * 3;
+      if (p[0] == 0) continue;
+      const double n2 = n + p[0], delta = p[1] - m;
+      m += delta * p[0] / n2;
+      q += p[2] + delta * delta * n * p[0] / n2;
+      n = n2;
     }
-    const double squares = block_sum(q), var = squares / double(count);
-    if (threadIdx.x == 0) {
-      mean[c] = T(m);
-      invstd[c] = T(1.0 / sqrt(var + eps));
-      if (rm) rm[c] = T((1 - momentum) * double(rm[c]) + momentum * m);
-      // The running variance is the unbiased one (count >= 2 was checked).
-      if (rv) rv[c] = T((1 - momentum) * double(rv[c]) + momentum * squares / double(count - 1));
-    }
+    mean[c] = T(m);
+    invstd[c] = T(1.0 / sqrt(q / n + eps));
+    if (rm) rm[c] = T((1 - momentum) * double(rm[c]) + momentum * m);
+    // The running variance is the unbiased one (count >= 2 was checked).
+    if (rv) rv[c] = T((1 - momentum) * double(rv[c]) + momentum * q / (n - 1));
   }
-  if (threadIdx.x != 0) return;
   const double sc = double(invstd[c]) * (w ? double(w[c]) : 1.0);
   scale[c] = T(sc);
   shift[c] = T((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
@@ -105,15 +146,27 @@ __global__ void batch_norm_apply(
   }
 }
 
+unsigned channel_blocks(int64_t channels) { return unsigned((channels + kThreads - 1) / kThreads); }
+
 template <class T>
 void batch_norm_forward(const BatchNormArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
+  const int64_t splits = a.training ? splits_for(a.c, a.n * a.s) : 1;
+  Tensor partial =
+      ignis::detail::make_tensor({a.training ? a.c * splits * 3 : 1}, kFloat64, a.input.device());
+  if (a.training) {
+    batch_norm_partial_stats<T>
+        <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
+            ptr<T>(a.input), v, splits, ptr<double>(partial));
+    IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
+  }
   Tensor coef = ignis::detail::make_tensor({2 * a.c}, a.input.dtype(), a.input.device());
   T* scale = ptr<T>(coef);
-  batch_norm_channel<T><<<unsigned(a.c), kChannelThreads, 0, on.stream>>>(
-      ptr<T>(a.input),
-      v,
+  batch_norm_finish_stats<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
+      ptr<double>(partial),
+      a.c,
+      splits,
       a.training,
       ptr<T>(a.save_mean),
       ptr<T>(a.save_invstd),
@@ -131,24 +184,22 @@ void batch_norm_forward(const BatchNormArgs& a) {
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
 }
 
-/// Block per channel: grad_weight = sum g * xhat, grad_bias = sum g, and the coefficients of
-/// grad_input = k * (g - mg - xhat * mgx) (mg, mgx vanish in eval mode).
+/// Block (c, b): the sums of g and g * xhat over chunk b of channel c, at partial[(c*splits+b)*2].
 template <class T>
-__global__ void batch_norm_grad_channel(
+__global__ void batch_norm_partial_grads(
     const T* __restrict__ x,
     const T* __restrict__ g,
     ChannelView v,
     const T* mean,
     const T* invstd,
-    const T* w,
-    bool training,
-    T* gw,
-    T* gb,
-    double* coef) {
-  const int64_t c = blockIdx.x, count = v.n * v.s;
+    int64_t splits,
+    double* __restrict__ partial) {
+  const int64_t c = blockIdx.x, b = blockIdx.y;
+  int64_t begin, end;
+  chunk_range(v.n * v.s, splits, b, begin, end);
   const double m = double(mean[c]), is = double(invstd[c]);
   double sg = 0, sgx = 0;
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     const int64_t i = v.at(c, k);
     sg += double(g[i]);
     sgx += double(g[i]) * (double(x[i]) - m) * is;
@@ -156,10 +207,35 @@ __global__ void batch_norm_grad_channel(
   sg = block_sum(sg);
   sgx = block_sum(sgx);
   if (threadIdx.x != 0) return;
+  partial[(c * splits + b) * 2] = sg;
+  partial[(c * splits + b) * 2 + 1] = sgx;
+}
+
+/// Thread per channel: grad_weight = sum g * xhat, grad_bias = sum g, and the coefficients of
+/// grad_input = k * (g - mg - xhat * mgx) (mg, mgx vanish in eval mode).
+template <class T>
+__global__ void batch_norm_finish_grads(
+    const double* __restrict__ partial,
+    int64_t channels,
+    int64_t splits,
+    int64_t count,
+    const T* invstd,
+    const T* w,
+    bool training,
+    T* gw,
+    T* gb,
+    double* coef) {
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
+  double sg = 0, sgx = 0;
+  for (int64_t k = 0; k < splits; ++k) {
+    sg += partial[(c * splits + k) * 2];
+    sgx += partial[(c * splits + k) * 2 + 1];
+  }
   gw[c] = T(sgx);
   gb[c] = T(sg);
   const double keep = training ? 1.0 : 0.0;
-  coef[3 * c] = is * (w ? double(w[c]) : 1.0);
+  coef[3 * c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
   coef[3 * c + 1] = keep * sg / double(count);
   coef[3 * c + 2] = keep * sgx / double(count);
 }
@@ -186,12 +262,24 @@ template <class T>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
+  const int64_t count = a.n * a.s, splits = splits_for(a.c, count);
+  Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());
-  batch_norm_grad_channel<T><<<unsigned(a.c), kChannelThreads, 0, on.stream>>>(
-      ptr<T>(a.input),
-      ptr<T>(a.grad_out),
-      v,
-      ptr<T>(a.save_mean),
+  batch_norm_partial_grads<T>
+      <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
+          ptr<T>(a.input),
+          ptr<T>(a.grad_out),
+          v,
+          ptr<T>(a.save_mean),
+          ptr<T>(a.save_invstd),
+          splits,
+          ptr<double>(partial));
+  IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
+  batch_norm_finish_grads<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
+      ptr<double>(partial),
+      a.c,
+      splits,
+      count,
       ptr<T>(a.save_invstd),
       ptr<T>(a.weight),
       a.training,
