@@ -5,9 +5,10 @@
 //
 // - One cuDNN handle per device and thread (handles are not thread-safe), bound to the
 //   thread's current stream before each call.
-// - The algorithm for a shape (sizes, strides, dtype, parameters) is chosen once by cuDNN's
-//   heuristics and cached; the workspace comes from the device caching allocator, so it is
-//   reused like any other block and ordered on the stream.
+// - The algorithm for a shape (sizes, strides, dtype, parameters) is chosen once, by cuDNN's
+//   heuristics or, with cuda::set_cudnn_benchmark(true), by timing the candidates on the
+//   call's own tensors (cudnnFind*AlgorithmEx), and cached; the workspace comes from the device
+//   caching allocator, so it is reused like any other block and ordered on the stream.
 // - float32 runs in full precision (CUDNN_FMA_MATH) unless cuda::set_allow_tf32(true), as
 //   the matrix products do; float64 in float64.
 // - cuDNN pads symmetrically. The front end's padding_end may differ from padding ("same"
@@ -17,7 +18,9 @@
 // Built without cuDNN (IGNIS_HAVE_CUDNN unset), the slots say so instead.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -34,6 +37,14 @@
 #ifdef IGNIS_HAVE_CUDNN
 #include <cudnn.h>
 #endif
+
+namespace ignis::cuda {
+namespace {
+std::atomic<bool> g_cudnn_benchmark{false};
+}
+void set_cudnn_benchmark(bool on) { g_cudnn_benchmark = on; }
+bool cudnn_benchmark() { return g_cudnn_benchmark; }
+}  // namespace ignis::cuda
 
 namespace ignis::cuda::detail {
 using ignis::detail::Conv2dParams;
@@ -173,7 +184,8 @@ AlgoKey key_of(
     const Tensor& w,
     const Tensor& y,
     const Conv2dParams& p) {
-  AlgoKey k{int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32())};
+  AlgoKey k{
+      int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()), int64_t(cudnn_benchmark())};
   for (const Tensor* t : {&x, &w, &y})
     for (int d = 0; d < 4; ++d) k.push_back(t->size(d)), k.push_back(t->stride(d));
   for (int i = 0; i < 2; ++i) k.insert(k.end(), {p.stride[i], p.padding[i], p.dilation[i]});
@@ -181,7 +193,7 @@ AlgoKey key_of(
   return k;
 }
 
-/// Cached heuristics: the first algorithm cuDNN ranks for the key that it supports.
+/// The algorithm for key, found once (by cuDNN's heuristics, or timed in benchmark mode).
 template <class Find>
 int cached_algo(const AlgoKey& key, const Find& find) {
   static std::mutex mu;
@@ -207,6 +219,17 @@ int first_supported(const Perf* perf, int count, const char* op) {
 Tensor workspace(size_t bytes, Device device) {
   return ignis::detail::make_tensor({int64_t(bytes)}, kUInt8, device);
 }
+
+/// Benchmark mode's workspace: the most any supported algorithm of the heuristics' list asks,
+/// capped (an algorithm wanting more is timed as failed, so not chosen).
+constexpr size_t kMaxBenchmarkWorkspace = size_t(512) << 20;
+template <class Perf>
+size_t benchmark_workspace(const Perf* perf, int count) {
+  size_t most = 0;
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) most = std::max(most, perf[i].memory);
+  return std::min(most, kMaxBenchmarkWorkspace);
+}
 void* data_or_null(const Tensor& t) { return t.numel() > 0 ? t.data_ptr() : nullptr; }
 
 /// alpha/beta scalars: double for double data, float otherwise.
@@ -225,6 +248,7 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, w, y, p, op);
+  const Tensor wm = filter_memory(w, d);
   const auto algo =
       cudnnConvolutionFwdAlgo_t(cached_algo(key_of(Pass::Forward, dev, x, w, y, p), [&] {
         cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
@@ -233,7 +257,26 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
             cudnnGetConvolutionForwardAlgorithm_v7(
                 h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
             op);
-        return first_supported(perf, n, op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, x.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionForwardAlgorithmEx(
+                h,
+                d.x.d,
+                x.data_ptr(),
+                d.w.d,
+                wm.data_ptr(),
+                d.conv.d,
+                d.y.d,
+                y.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
+            op);
+        return first_supported(perf, n, op);  // sorted by time
       }));
   size_t bytes = 0;
   IGNIS_CUDNN_CHECK(
@@ -246,7 +289,7 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
           d.x.d,
           x.data_ptr(),
           d.w.d,
-          filter_memory(w, d).data_ptr(),
+          wm.data_ptr(),
           d.conv.d,
           algo,
           data_or_null(ws),
@@ -263,6 +306,7 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(gx, w, gy, p, op);
+  const Tensor wm = filter_memory(w, d);
   const auto algo =
       cudnnConvolutionBwdDataAlgo_t(cached_algo(key_of(Pass::Data, dev, gx, w, gy, p), [&] {
         cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
@@ -270,6 +314,25 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
         IGNIS_CUDNN_CHECK(
             cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
+            op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, gx.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionBackwardDataAlgorithmEx(
+                h,
+                d.w.d,
+                wm.data_ptr(),
+                d.y.d,
+                gy.data_ptr(),
+                d.conv.d,
+                d.x.d,
+                gx.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
             op);
         return first_supported(perf, n, op);
       }));
@@ -283,7 +346,7 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
           h,
           kOne.of(gx.dtype()),
           d.w.d,
-          filter_memory(w, d).data_ptr(),
+          wm.data_ptr(),
           d.y.d,
           gy.data_ptr(),
           d.conv.d,
@@ -303,6 +366,10 @@ void backward_filter(
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, gw, gy, p, op);
+  const Tensor gw_memory =
+      d.nhwc ? ignis::detail::make_tensor(
+                   {gw.size(0), gw.size(2), gw.size(3), gw.size(1)}, gw.dtype(), gw.device())
+             : gw;
   const auto algo =
       cudnnConvolutionBwdFilterAlgo_t(cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
@@ -310,6 +377,25 @@ void backward_filter(
         IGNIS_CUDNN_CHECK(
             cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
+            op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, x.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                h,
+                d.x.d,
+                x.data_ptr(),
+                d.y.d,
+                gy.data_ptr(),
+                d.conv.d,
+                d.w.d,
+                gw_memory.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
             op);
         return first_supported(perf, n, op);
       }));
@@ -319,10 +405,6 @@ void backward_filter(
           h, d.x.d, d.y.d, d.conv.d, d.w.d, algo, &bytes),
       op);
   Tensor ws = workspace(bytes, x.device());
-  const Tensor gw_memory =
-      d.nhwc ? ignis::detail::make_tensor(
-                   {gw.size(0), gw.size(2), gw.size(3), gw.size(1)}, gw.dtype(), gw.device())
-             : gw;
   IGNIS_CUDNN_CHECK(
       cudnnConvolutionBackwardFilter(
           h,

@@ -112,6 +112,25 @@ TEST(CudaNn, Conv2dForwardAndBackwardMatchTheCpu) {
   expect_like_cpu("conv2d", fn, in, kFloat16);
 }
 
+TEST(CudaNn, Conv2dInBenchmarkModeMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  // The timed choice may differ from the heuristics' and runs on the call's own tensors
+  // first (cudnnFind*AlgorithmEx writes the outputs); the results must not change.
+  struct Restore {
+    ~Restore() { cuda::set_cudnn_benchmark(false); }
+  } restore;
+  cuda::set_cudnn_benchmark(true);
+  const std::vector<Tensor> in{
+      random_tensor({4, 8, 12, 12}, -1, 1, 40),
+      random_tensor({16, 8, 3, 3}, -0.5, 0.5, 41),
+      random_tensor({16}, -0.5, 0.5, 42)};
+  const Fn fn = [](const std::vector<Tensor>& v) {
+    return conv2d(v[0], v[1], v[2], {.stride = {2, 2}, .padding = {1, 1}});
+  };
+  for (int repeat = 0; repeat < 2; ++repeat)  // found, then from the cache
+    for (bool cl : {false, true}) expect_like_cpu("benchmark mode", fn, in, kFloat32, cl);
+}
+
 TEST(CudaNn, ConvTranspose2dMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
   // output_padding makes the adjoint convolution's end padding smaller than its start.
