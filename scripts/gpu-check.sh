@@ -68,10 +68,10 @@ if [ ! -e /usr/include/zlib.h ] && [ -e "$prefix/usr/include/zlib.h" ]; then
   zlib_args=(-DZLIB_INCLUDE_DIR="$prefix/usr/include" ${zlib_so:+-DZLIB_LIBRARY="$zlib_so"})
 fi
 
-# The GPU convolutions need cuDNN: with PyTorch's wheel found, its absence is a configure
-# error rather than a build whose convolution tests fail.
+# The GPU convolutions need cuDNN: with PyTorch's wheel and its headers found, a cuDNN that
+# configure still cannot use is an error rather than a build whose convolution tests fail.
 cudnn_mode=AUTO
-[ -n "$cudnn_root" ] && cudnn_mode=ON
+[ -n "$cudnn_root" ] && [ -e "$cudnn_root/include/cudnn.h" ] && cudnn_mode=ON
 
 build=build-gpu
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
