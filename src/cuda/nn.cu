@@ -42,13 +42,27 @@ T* ptr(const Tensor& t) {
 struct ChannelView {
   int64_t n, c, s;
   bool cl;
+  // Index arithmetic in I: uint32_t when the tensor has under 2^31 elements (a 64-bit
+  // division costs several times a 32-bit one on the GPU), else int64_t.
+  template <class I>
   __device__ __forceinline__ int64_t at(int64_t ch, int64_t k) const {  // k = n * S + s
-    return cl ? k * c + ch : ((k / s) * c + ch) * s + k % s;
+    return cl ? int64_t(I(k) * I(c) + I(ch))
+              : int64_t(((I(k) / I(s)) * I(c) + I(ch)) * I(s) + I(k) % I(s));
   }
+  template <class I>
   __device__ __forceinline__ int64_t channel_of(int64_t i) const {
-    return cl ? i % c : (i / s) % c;
+    return cl ? int64_t(I(i) % I(c)) : int64_t((I(i) / I(s)) % I(c));
   }
 };
+
+/// f.template operator()<I>() with the index type for a tensor of `total` elements.
+template <class F>
+void with_index_type(int64_t total, const F& f) {
+  if (total <= INT32_MAX)
+    f.template operator()<uint32_t>();
+  else
+    f.template operator()<int64_t>();
+}
 
 constexpr int kStatThreads = 256;
 
@@ -69,19 +83,20 @@ __device__ __forceinline__ void chunk_range(
 
 /// Block (c, b): the count, mean and sum of squared deviations of chunk b of channel c
 /// (two passes over the chunk, the second mostly from cache), at partial[(c*splits + b)*3].
-template <class T>
+template <class T, class I>
 __global__ void batch_norm_partial_stats(
     const T* __restrict__ x, ChannelView v, int64_t splits, double* __restrict__ partial) {
   const int64_t c = blockIdx.x, b = blockIdx.y;
   int64_t begin, end;
   chunk_range(v.n * v.s, splits, b, begin, end);
   double s = 0;
-  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) s += double(x[v.at(c, k)]);
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x)
+    s += double(x[v.template at<I>(c, k)]);
   const double count = double(end - begin);
   const double total = block_sum(s), m = end > begin ? total / count : 0.0;
   double q = 0;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
-    const double d = double(x[v.at(c, k)]) - m;
+    const double d = double(x[v.template at<I>(c, k)]) - m;
     q += d * d;
   }
   q = block_sum(q);
@@ -131,7 +146,7 @@ __global__ void batch_norm_finish_stats(
   shift[c] = T((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
 }
 
-template <class T>
+template <class T, class I>
 __global__ void batch_norm_apply(
     const T* __restrict__ x,
     T* __restrict__ y,
@@ -141,14 +156,14 @@ __global__ void batch_norm_apply(
   const int64_t total = v.n * v.c * v.s;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = v.channel_of(i);
+    const int64_t c = v.template channel_of<I>(i);
     y[i] = x[i] * scale[c] + shift[c];
   }
 }
 
 unsigned channel_blocks(int64_t channels) { return unsigned((channels + kThreads - 1) / kThreads); }
 
-template <class T>
+template <class T, class I>
 void batch_norm_forward(const BatchNormArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
@@ -156,7 +171,7 @@ void batch_norm_forward(const BatchNormArgs& a) {
   Tensor partial =
       ignis::detail::make_tensor({a.training ? a.c * splits * 3 : 1}, kFloat64, a.input.device());
   if (a.training) {
-    batch_norm_partial_stats<T>
+    batch_norm_partial_stats<T, I>
         <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
             ptr<T>(a.input), v, splits, ptr<double>(partial));
     IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
@@ -179,13 +194,13 @@ void batch_norm_forward(const BatchNormArgs& a) {
       scale,
       scale + a.c);
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
-  batch_norm_apply<T><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
+  batch_norm_apply<T, I><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
       ptr<T>(a.input), ptr<T>(a.output), v, scale, scale + a.c);
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
 }
 
 /// Block (c, b): the sums of g and g * xhat over chunk b of channel c, at partial[(c*splits+b)*2].
-template <class T>
+template <class T, class I>
 __global__ void batch_norm_partial_grads(
     const T* __restrict__ x,
     const T* __restrict__ g,
@@ -200,7 +215,7 @@ __global__ void batch_norm_partial_grads(
   const double m = double(mean[c]), is = double(invstd[c]);
   double sg = 0, sgx = 0;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
-    const int64_t i = v.at(c, k);
+    const int64_t i = v.template at<I>(c, k);
     sg += double(g[i]);
     sgx += double(g[i]) * (double(x[i]) - m) * is;
   }
@@ -240,7 +255,7 @@ __global__ void batch_norm_finish_grads(
   coef[3 * c + 2] = keep * sgx / double(count);
 }
 
-template <class T>
+template <class T, class I>
 __global__ void batch_norm_grad_apply(
     const T* __restrict__ x,
     const T* __restrict__ g,
@@ -252,20 +267,20 @@ __global__ void batch_norm_grad_apply(
   const int64_t total = v.n * v.c * v.s;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = v.channel_of(i);
+    const int64_t c = v.template channel_of<I>(i);
     const double xhat = (double(x[i]) - double(mean[c])) * double(invstd[c]);
     gi[i] = T(coef[3 * c] * (double(g[i]) - coef[3 * c + 1] - xhat * coef[3 * c + 2]));
   }
 }
 
-template <class T>
+template <class T, class I>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
   const int64_t count = a.n * a.s, splits = splits_for(a.c, count);
   Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());
-  batch_norm_partial_grads<T>
+  batch_norm_partial_grads<T, I>
       <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
           ptr<T>(a.input),
           ptr<T>(a.grad_out),
@@ -287,7 +302,7 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
       ptr<T>(a.grad_bias),
       ptr<double>(coef));
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
-  batch_norm_grad_apply<T><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
+  batch_norm_grad_apply<T, I><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
       ptr<T>(a.input),
       ptr<T>(a.grad_out),
       ptr<T>(a.grad_input),
@@ -606,11 +621,15 @@ void register_nn() {
   using namespace ignis::detail;
   batch_norm_forward_kernel.set(DeviceType::CUDA, [](const BatchNormArgs& a) {
     if (a.c == 0) return;
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() {
+      with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_forward<T, I>(a); });
+    });
   });
   batch_norm_backward_kernel.set(DeviceType::CUDA, [](const BatchNormBackwardArgs& a) {
     if (a.c == 0) return;
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_backward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() {
+      with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_backward<T, I>(a); });
+    });
   });
   max_pool2d_forward_kernel.set(DeviceType::CUDA, &max_pool2d_forward);
   max_pool2d_backward_kernel.set(DeviceType::CUDA, &max_pool2d_backward);
