@@ -193,6 +193,16 @@ TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
   };
   expect_like_cpu(
       "batch_norm without affine", plain, {random_tensor({6, 4, 3, 3}, -1, 1, 16)}, kFloat32, true);
+  // 16-bit inputs: normalised in float32 on both devices.
+  const Fn affine = [](const std::vector<Tensor>& v) {
+    return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true);
+  };
+  const std::vector<Tensor> in16{
+      random_tensor({6, 4, 3, 3}, -1, 1, 17),
+      random_tensor({4}, 0.5, 1.5, 18),
+      random_tensor({4}, -0.5, 0.5, 19)};
+  expect_like_cpu("batch_norm", affine, in16, kBFloat16);
+  expect_like_cpu("batch_norm", affine, in16, kFloat16);
 }
 
 TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {

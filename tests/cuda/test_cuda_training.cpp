@@ -95,6 +95,7 @@ TEST(CudaOptim, FusedSgdMatchesTheCpuOverSteps) {
 /// fixed batches; returns the losses and the final state (parameters and buffers) on the CPU.
 struct TrainResult {
   std::vector<double> losses;
+  Tensor eval_output;  // the trained model in eval mode on the batch (running statistics)
   std::vector<nn::StateDict::Item> state;
 };
 TrainResult train(nn::Module& model, Device d, const Tensor& x, const Tensor& y, int steps) {
@@ -110,6 +111,8 @@ TrainResult train(nn::Module& model, Device d, const Tensor& x, const Tensor& y,
     r.losses.push_back(loss.item<double>());
   }
   for (auto& [name, t] : model.state_dict()) r.state.emplace_back(name, t.cpu());
+  model.eval();
+  r.eval_output = model.forward(x.to(d)).detach().cpu();
   return r;
 }
 
@@ -119,6 +122,12 @@ void expect_same_training(
   for (size_t s = 0; s < cpu.losses.size(); ++s)
     EXPECT_NEAR(gpu.losses[s], cpu.losses[s], loss_tol * (1 + std::abs(cpu.losses[s])))
         << "loss of step " << s;
+  EXPECT_TRUE(testing::all_close(
+      testing::values_of(gpu.eval_output),
+      testing::values_of(cpu.eval_output),
+      weight_tol,
+      weight_tol))
+      << "eval-mode output";
   ASSERT_EQ(gpu.state.size(), cpu.state.size());
   for (size_t i = 0; i < cpu.state.size(); ++i) {
     EXPECT_EQ(gpu.state[i].first, cpu.state[i].first);
