@@ -144,9 +144,10 @@ struct ConvDesc {
             data_type(t)),
         op);
     IGNIS_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d, int(p.groups)), op);
-    const bool tf32 = t == kFloat32 && allow_tf32();
+    // FMA_MATH keeps float32 off TF32 tensor cores; float64 has no reduced-precision mode.
+    const bool fma_only = t == kFloat32 && !allow_tf32();
     IGNIS_CUDNN_CHECK(
-        cudnnSetConvolutionMathType(d, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), op);
+        cudnnSetConvolutionMathType(d, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), op);
   }
   ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
   ConvDesc(const ConvDesc&) = delete;
