@@ -3,6 +3,7 @@
 // few steps on each device from the same weights and data, and the losses of every step and
 // the final weights and batch-norm statistics agree (float32, TF32 off; the GPU sums in
 // other orders, so agreement is to ~1e-5 relative per op, looser after several steps).
+#include <cmath>
 #include <functional>
 
 #include "cuda/cuda_test_util.h"
@@ -172,7 +173,9 @@ TEST(CudaTraining, ResNet18TrainsLikeTheCpu) {
   const TrainResult gpu = train(*gpu_model, kGpu, x, y, 3);
   // Batch norm over few values amplifies the rounding differences of the convolutions, and
   // they compound over steps: looser than one op's tolerance, far tighter than a wrong kernel.
-  expect_same_training(gpu, cpu, 1e-4, 2e-3);
+  expect_same_training(gpu, cpu, 1e-3, 5e-3);
+  // The first loss is one forward pass from equal weights: rounding only.
+  EXPECT_NEAR(gpu.losses[0], cpu.losses[0], 1e-5 * (1 + std::abs(cpu.losses[0])));
 }
 
 }  // namespace
