@@ -174,8 +174,8 @@ TEST(CudaTraining, ResNet18TrainsLikeTheCpu) {
   // Batch norm over few values amplifies the rounding differences of the convolutions, and
   // they compound over steps: looser than one op's tolerance, far tighter than a wrong kernel.
   expect_same_training(gpu, cpu, 1e-3, 5e-3);
-  // The first loss is one forward pass from equal weights: rounding only.
-  EXPECT_NEAR(gpu.losses[0], cpu.losses[0], 1e-5 * (1 + std::abs(cpu.losses[0])));
+  // The first loss is one forward pass from equal weights: float32 rounding through 20 layers.
+  EXPECT_NEAR(gpu.losses[0], cpu.losses[0], 1e-4 * (1 + std::abs(cpu.losses[0])));
 }
 
 }  // namespace
