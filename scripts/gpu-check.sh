@@ -88,7 +88,7 @@ say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_train >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
@@ -111,6 +111,13 @@ for b in "$build"/bench/gpu_*; do
   timeout 300 "$b" >"$out/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
 done
+# The same training rows in this machine's PyTorch, for the side-by-side comparison.
+if "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+  timeout 300 "$py" bench/gpu_train.py >"$out/gpu_train_torch.jsonl" 2>&1
+  say "- bench gpu_train.py (PyTorch): exit $? (gpu_train_torch.jsonl)"
+else
+  say "- bench gpu_train.py (PyTorch): skipped (no torch/torchvision with CUDA)"
+fi
 
 # Out-of-bounds accesses and races that give right answers by luck: a few fast tests under
 # compute-sanitizer's memcheck (slow: each kernel runs instrumented).
