@@ -2,8 +2,8 @@
 // src/cpu/norm.cpp and src/cpu/pool.cpp: the same windows, tie rules and precision (window
 // sums and channel statistics in double), so the GPU agrees with the CPU to rounding.
 //   batch norm: blocks reduce chunks of a channel (two passes: mean, then squared
-//     deviations), a thread per channel merges them, then one elementwise pass applies
-//     scale and shift per channel.
+//     deviations; channels-last: chunks of a tile of 32 channels), a thread per channel
+//     merges them, then one elementwise pass applies scale and shift per channel.
 //   pooling: a thread per output element forward. The avg and adaptive backwards gather, a
 //     thread per input element summing the outputs whose windows hold it in (oh, ow) order
 //     as the CPU's scatter does (no atomics, no dependence on scheduling); max-pool's
@@ -105,6 +105,78 @@ __global__ void batch_norm_partial_stats(
   out[0] = count, out[1] = m, out[2] = q;
 }
 
+// Channels-last: a channel's values are C apart, so a block owns a tile of 32 neighbouring
+// channels (threadIdx.x, one 128-byte line of float32 per row) and walks 8 rows at a time
+// (threadIdx.y); the partial results have the NCHW kernels' layout.
+constexpr int kTileChannels = 32, kTileRows = 8;
+int64_t channel_tiles(int64_t channels) { return (channels + kTileChannels - 1) / kTileChannels; }
+
+/// The sum over threadIdx.y of v, for this thread's column (every thread must call it).
+__device__ __forceinline__ double column_sum(double v, double (&shared)[kTileRows][kTileChannels]) {
+  __syncthreads();  // shared may still be read by a previous call
+  shared[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  double r = 0;
+  for (int k = 0; k < kTileRows; ++k) r += shared[k][threadIdx.x];
+  return r;
+}
+
+template <class T, class I>
+__global__ void batch_norm_partial_stats_cl(
+    const T* __restrict__ x, ChannelView v, int64_t splits, double* __restrict__ partial) {
+  __shared__ double shared[kTileRows][kTileChannels];
+  const int64_t c = blockIdx.x * int64_t(kTileChannels) + threadIdx.x, b = blockIdx.y;
+  const bool active = c < v.c;
+  int64_t begin, end;
+  chunk_range(v.n * v.s, splits, b, begin, end);
+  double s = 0;
+  if (active)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows)
+      s += double(x[v.template at<I>(c, r)]);
+  const double count = double(end - begin);
+  const double total = column_sum(s, shared), m = end > begin ? total / count : 0.0;
+  double q = 0;
+  if (active)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows) {
+      const double d = double(x[v.template at<I>(c, r)]) - m;
+      q += d * d;
+    }
+  q = column_sum(q, shared);
+  if (threadIdx.y != 0 || !active) return;
+  double* out = partial + (c * splits + b) * 3;
+  out[0] = count, out[1] = m, out[2] = q;
+}
+
+template <class T, class I>
+__global__ void batch_norm_partial_grads_cl(
+    const T* __restrict__ x,
+    const T* __restrict__ g,
+    ChannelView v,
+    const T* mean,
+    const T* invstd,
+    int64_t splits,
+    double* __restrict__ partial) {
+  __shared__ double shared[kTileRows][kTileChannels];
+  const int64_t c = blockIdx.x * int64_t(kTileChannels) + threadIdx.x, b = blockIdx.y;
+  const bool active = c < v.c;
+  int64_t begin, end;
+  chunk_range(v.n * v.s, splits, b, begin, end);
+  double sg = 0, sgx = 0;
+  if (active) {
+    const double m = double(mean[c]), is = double(invstd[c]);
+    for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows) {
+      const int64_t i = v.template at<I>(c, r);
+      sg += double(g[i]);
+      sgx += double(g[i]) * (double(x[i]) - m) * is;
+    }
+  }
+  sg = column_sum(sg, shared);
+  sgx = column_sum(sgx, shared);
+  if (threadIdx.y != 0 || !active) return;
+  partial[(c * splits + b) * 2] = sg;
+  partial[(c * splits + b) * 2 + 1] = sgx;
+}
+
 /// Thread per channel: the merged statistics (in training: saved, and folded into the
 /// running ones), then scale = invstd * w and shift = b - mean * scale for the apply pass.
 template <class T>
@@ -167,10 +239,17 @@ template <class T, class I>
 void batch_norm_forward(const BatchNormArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
-  const int64_t splits = a.training ? splits_for(a.c, a.n * a.s) : 1;
+  const int64_t splits = a.training ? splits_for(v.cl ? channel_tiles(a.c) : a.c, a.n * a.s) : 1;
   Tensor partial =
       ignis::detail::make_tensor({a.training ? a.c * splits * 3 : 1}, kFloat64, a.input.device());
-  if (a.training) {
+  if (a.training && v.cl) {
+    batch_norm_partial_stats_cl<T, I>
+        <<<dim3(unsigned(channel_tiles(a.c)), unsigned(splits)),
+           dim3(kTileChannels, kTileRows),
+           0,
+           on.stream>>>(ptr<T>(a.input), v, splits, ptr<double>(partial));
+    IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
+  } else if (a.training) {
     batch_norm_partial_stats<T, I>
         <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
             ptr<T>(a.input), v, splits, ptr<double>(partial));
@@ -277,18 +356,32 @@ template <class T, class I>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
-  const int64_t count = a.n * a.s, splits = splits_for(a.c, count);
+  const int64_t count = a.n * a.s, splits = splits_for(v.cl ? channel_tiles(a.c) : a.c, count);
   Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());
-  batch_norm_partial_grads<T, I>
-      <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
-          ptr<T>(a.input),
-          ptr<T>(a.grad_out),
-          v,
-          ptr<T>(a.save_mean),
-          ptr<T>(a.save_invstd),
-          splits,
-          ptr<double>(partial));
+  if (v.cl)
+    batch_norm_partial_grads_cl<T, I>
+        <<<dim3(unsigned(channel_tiles(a.c)), unsigned(splits)),
+           dim3(kTileChannels, kTileRows),
+           0,
+           on.stream>>>(
+            ptr<T>(a.input),
+            ptr<T>(a.grad_out),
+            v,
+            ptr<T>(a.save_mean),
+            ptr<T>(a.save_invstd),
+            splits,
+            ptr<double>(partial));
+  else
+    batch_norm_partial_grads<T, I>
+        <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
+            ptr<T>(a.input),
+            ptr<T>(a.grad_out),
+            v,
+            ptr<T>(a.save_mean),
+            ptr<T>(a.save_invstd),
+            splits,
+            ptr<double>(partial));
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
   batch_norm_finish_grads<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
       ptr<double>(partial),
