@@ -99,14 +99,21 @@ if(NOT IGNIS_CUDA STREQUAL "OFF")
                  PATH_SUFFIXES lib64 lib)
     find_path(IGNIS_CUDNN_INCLUDE_DIR NAMES cudnn.h
               HINTS ${CUDAToolkit_INCLUDE_DIRS} ${IGNIS_CUDNN_ROOT}/include)
-    # cuDNN is optional while no kernel uses it (convolutions on the GPU are later work): a
-    # GPU machine whose toolkit lacks it still builds and tests the backend.
-    if(IGNIS_CUDNN_LIBRARY AND IGNIS_CUDNN_INCLUDE_DIR)
+    # cuDNN runs the GPU convolutions (src/cuda/cudnn_conv.cpp). Without it (IGNIS_CUDNN=OFF,
+    # or AUTO and not found) the backend still builds; conv2d on CUDA then raises
+    # NotImplementedError saying so. IGNIS_CUDNN=ON makes a missing cuDNN a configure error.
+    if(IGNIS_CUDNN STREQUAL "OFF")
+      set(IGNIS_HAVE_CUDNN OFF)
+      set(_ignis_cudnn "cuDNN off (IGNIS_CUDNN=OFF): no GPU convolutions")
+    elseif(IGNIS_CUDNN_LIBRARY AND IGNIS_CUDNN_INCLUDE_DIR)
       set(IGNIS_HAVE_CUDNN ON)
       set(_ignis_cudnn "cuDNN ${IGNIS_CUDNN_LIBRARY}")
+    elseif(IGNIS_CUDNN STREQUAL "ON")
+      message(FATAL_ERROR "IGNIS_CUDNN=ON but cuDNN (cudnn.h, libcudnn) was not found; "
+                          "set IGNIS_CUDNN_ROOT to its prefix, or IGNIS_CUDNN=AUTO/OFF")
     else()
       set(IGNIS_HAVE_CUDNN OFF)
-      set(_ignis_cudnn "no cuDNN")
+      set(_ignis_cudnn "no cuDNN: no GPU convolutions (set IGNIS_CUDNN_ROOT)")
     endif()
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
       set(IGNIS_HAVE_CUDA ON)

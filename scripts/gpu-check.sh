@@ -68,21 +68,27 @@ if [ ! -e /usr/include/zlib.h ] && [ -e "$prefix/usr/include/zlib.h" ]; then
   zlib_args=(-DZLIB_INCLUDE_DIR="$prefix/usr/include" ${zlib_so:+-DZLIB_LIBRARY="$zlib_so"})
 fi
 
+# The GPU convolutions need cuDNN: with PyTorch's wheel and its headers found, a cuDNN that
+# configure still cannot use is an error rather than a build whose convolution tests fail.
+cudnn_mode=AUTO
+[ -n "$cudnn_root" ] && [ -e "$cudnn_root/include/cudnn.h" ] && cudnn_mode=ON
+
 build=build-gpu
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
-  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN="$cudnn_mode" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
   -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
+say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_train >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
@@ -105,6 +111,13 @@ for b in "$build"/bench/gpu_*; do
   timeout 300 "$b" >"$out/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
 done
+# The same training rows in this machine's PyTorch, for the side-by-side comparison.
+if "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+  timeout 300 "$py" bench/gpu_train.py >"$out/gpu_train_torch.jsonl" 2>&1
+  say "- bench gpu_train.py (PyTorch): exit $? (gpu_train_torch.jsonl)"
+else
+  say "- bench gpu_train.py (PyTorch): skipped (no torch/torchvision with CUDA)"
+fi
 
 # Out-of-bounds accesses and races that give right answers by luck: a few fast tests under
 # compute-sanitizer's memcheck (slow: each kernel runs instrumented).
@@ -113,5 +126,10 @@ if command -v compute-sanitizer >/dev/null; then
     --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*' \
     >"$out/sanitizer.log" 2>&1
   say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
+  # The nn kernels' index arithmetic (pooling windows, channel views, loss rows).
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
+    --gtest_filter='CudaNn.Pooling*:CudaNn.BatchNorm*:CudaLoss.*:CudaOptim.*' \
+    >"$out/sanitizer-nn.log" 2>&1
+  say "- compute-sanitizer memcheck, nn kernels: exit $? (sanitizer-nn.log; 3 = errors found)"
 fi
 cat "$summary"

@@ -130,6 +130,12 @@ void empty_cache();
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+/// cuDNN benchmark mode (torch.backends.cudnn.benchmark): when on, the first convolution of
+/// each shape times cuDNN's candidate algorithms and keeps the fastest; off (the default),
+/// cuDNN's heuristics choose. Either way the choice is cached per shape.
+void set_cudnn_benchmark(bool on);
+bool cudnn_benchmark();
+
 /// Versions as the libraries encode them (CUDA 12.4 = 12040; cuBLAS 12.4.5 = 120405; cuDNN
 /// 9.1.0 = 90100); 0 without a CUDA build, and the driver's 0 without a driver. Never throw.
 int driver_version();

@@ -2,11 +2,13 @@
 // independent, so both passes split the rows across threads; the forward's per-row losses
 // are summed afterwards in row order in double, so the result does not depend on the thread
 // count. The forward keeps the softmax, so the backward is one multiply-add per element.
+// The per-row formulas are src/kernels/cross_entropy_math.h, shared with the CUDA kernels.
 #include <cmath>
 #include <vector>
 
 #include "core/parallel.h"
 #include "cpu/loops.h"
+#include "kernels/cross_entropy_math.h"
 #include "ops/loss_kernels.h"
 
 namespace ignis::cpu {
@@ -56,13 +58,11 @@ void forward_rows(CrossEntropyForward& a) {
       if (ignored(a, i)) continue;
       const int64_t t = a.target[i];
       if (t < 0 || t >= a.c) continue;  // reported by the caller from bad_row
-      double loss = (1 - eps) * class_weight<T>(a, t) * (l - double(row[t]));
-      if (eps > 0) {
-        double smooth = 0;
+      double smooth = 0;
+      if (eps > 0)
         for (int64_t j = 0; j < a.c; ++j) smooth += class_weight<T>(a, j) * (l - double(row[j]));
-        loss += eps / C * smooth;
-      }
-      row_loss[size_t(i)] = loss;
+      row_loss[size_t(i)] =
+          kernels::cross_entropy_row_loss(l, double(row[t]), class_weight<T>(a, t), smooth, eps, C);
     }
   });
   double total = 0, wsum = 0;
@@ -107,17 +107,15 @@ void backward_rows(const CrossEntropyBackward& a) {
       const double s = a.reduction == LossReduction::None ? double(g[i]) : scale;
       const T* p = prob + i * a.c;
       const int64_t t = a.target[i];
-      // d_j = s * (hard * p_j + soft * (w_all * p_j - w_j)) - s * hard * [j == t]
-      const T hard = T(s * (1 - eps) * class_weight<T>(a, t));
-      const T soft = T(s * eps / C);
+      const auto r = kernels::cross_entropy_row_grad<T>(s, class_weight<T>(a, t), eps, C);
       if (!a.weight) {
-        const T coef = hard + soft * T(w_all);
-        for (int64_t j = 0; j < a.c; ++j) out[j] = coef * p[j] - soft;
+        for (int64_t j = 0; j < a.c; ++j)
+          out[j] = kernels::cross_entropy_grad(r, p[j], T(w_all), T(1), false);
       } else {
         for (int64_t j = 0; j < a.c; ++j)
-          out[j] = hard * p[j] + soft * (T(w_all) * p[j] - T(class_weight<T>(a, j)));
+          out[j] = kernels::cross_entropy_grad(r, p[j], T(w_all), T(class_weight<T>(a, j)), true);
       }
-      out[t] -= hard;
+      out[t] -= r.hard;
     }
   });
 }

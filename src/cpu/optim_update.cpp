@@ -5,6 +5,7 @@
 
 #include "core/parallel.h"
 #include "cpu/loops.h"
+#include "kernels/sgd_math.h"
 #include "ops/optim_kernels.h"
 
 namespace ignis::cpu {
@@ -14,25 +15,19 @@ using detail::UnscaleArgs;
 
 // The options are template parameters so each variant's loop has no branches and
 // vectorises (with them as runtime tests, the loop ran scalar at ~1 ns per element).
+// The rule itself is src/kernels/sgd_math.h, shared with the CUDA kernel.
 template <class T, bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 void sgd_loop(const SgdUpdateArgs& a, int64_t begin, int64_t end) {
   T* __restrict p = static_cast<T*>(a.param);
   const T* __restrict g = static_cast<const T*>(a.grad);
   T* __restrict buf = static_cast<T*>(a.momentum_buffer);
-  const T lr = T(-a.lr), m = T(a.momentum), damp = T(1 - a.dampening), wd = T(a.weight_decay);
-  const T sign = a.maximize ? T(-1) : T(1);  // -g exactly, as the rule's negation
+  const kernels::SgdConstants<T> k{T(-a.lr), T(a.momentum), T(1 - a.dampening),
+                                   T(a.weight_decay), a.maximize ? T(-1) : T(1)};
   for (int64_t i = begin; i < end; ++i) {
-    T d = sign * g[i];
-    if constexpr (kDecay) d = d + wd * p[i];
-    if constexpr (kMomentum) {
-      T b;
-      if constexpr (kFirst) b = d;
-      else b = T(buf[i] * m) + damp * d;
-      buf[i] = b;
-      if constexpr (kNesterov) d = d + m * b;
-      else d = b;
-    }
-    p[i] = p[i] + lr * d;
+    T b{};
+    if constexpr (kMomentum && !kFirst) b = buf[i];
+    kernels::sgd_step<T, kDecay, kMomentum, kFirst, kNesterov>(p[i], g[i], b, k);
+    if constexpr (kMomentum) buf[i] = b;
   }
 }
 

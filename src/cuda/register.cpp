@@ -10,6 +10,8 @@ void register_reduce();      // reduce.cu: every ReduceOp
 void register_softmax();     // softmax.cu
 void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_gemm();        // gemm.cpp: cuBLASLt
+void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
+void register_nn();          // nn.cu: batch norm, pooling; cudnn_conv.cpp: convolution
 }  // namespace ignis::cuda::detail
 
 namespace ignis::detail {
@@ -24,5 +26,7 @@ void register_cuda_kernels() {
   register_softmax();
   register_random();
   register_gemm();
+  register_loss_optim();
+  register_nn();
 }
 }  // namespace ignis::detail

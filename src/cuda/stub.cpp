@@ -45,6 +45,8 @@ void reset_peak_memory_stats(int) { no_cuda("reset_peak_memory_stats"); }
 void empty_cache() {}  // nothing cached
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+void set_cudnn_benchmark(bool) {}
+bool cudnn_benchmark() { return false; }
 int driver_version() { return 0; }
 int runtime_version() { return 0; }
 int cublas_version() { return 0; }

@@ -1,0 +1,144 @@
+// GPU training throughput: the layers the two main workloads run (cuDNN convolution, batch
+// norm, pooling, fused cross-entropy, fused SGD) and whole training steps of the MLP and
+// ResNet-18, one JSON line per row; bench/gpu_train.py prints the same rows for PyTorch, and
+// scripts/gpu-check.sh runs both. Exits 77 without a GPU.
+//   layer rows: median of CUDA-event timed repetitions after a warm-up.
+//   step rows (forward, cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9)
+//     step; random inputs made once on the GPU): `steps` steps queued back to back, then one
+//     synchronize (no item() in the loop), so the time includes the host's launch cost.
+//   peak_MiB: the caching allocator's peak of live tensors during the row.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "ignis/cuda.h"
+#include "ignis/ignis.h"
+#include "ignis/models.h"
+
+namespace {
+using namespace ignis;
+namespace F = nn::functional;
+
+const Device kGpu = Device::cuda(0);
+
+double median_ms(const std::function<void()>& fn, int reps = 20) {
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    cuda::Event start(true), stop(true);
+    start.record();
+    fn();
+    stop.record();
+    stop.synchronize();
+    t.push_back(start.elapsed_time(stop));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void layer_row(const char* name, double ms) {
+  fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"ms\": {:.4f}}}\n", name, ms);
+  std::fflush(stdout);
+}
+
+/// `steps` training steps of model on (x, y), timed from the first launch to the final
+/// synchronize, after `warmup` steps; prints steps/s and samples/s.
+void step_row(
+    const char* name, nn::Module& model, const Tensor& x, const Tensor& y, int warmup, int steps) {
+  optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
+  const auto step = [&] {
+    const Tensor loss = F::cross_entropy(model.forward(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  cuda::synchronize();
+  cuda::reset_peak_memory_stats(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  cuda::synchronize();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print(
+      "{{\"engine\": \"ignis\", \"row\": \"{}\", \"batch\": {}, \"steps_per_s\": {:.2f}, "
+      "\"samples_per_s\": {:.1f}, \"peak_MiB\": {}}}\n",
+      name,
+      x.size(0),
+      steps / sec,
+      double(steps) * double(x.size(0)) / sec,
+      cuda::memory_stats(0).peak_allocated >> 20);
+  std::fflush(stdout);
+}
+}  // namespace
+
+int main() {
+  if (!cuda::is_available()) {
+    fmt::print(stderr, "gpu_train: no CUDA device\n");
+    return 77;
+  }
+  fmt::print(
+      "{{\"info\": \"{}\", \"cudnn\": {}}}\n",
+      cuda::get_device_properties(0).name,
+      cuda::cudnn_version());
+  const TensorOptions f32(kFloat32, kGpu);
+  // ResNet-18's first stage at batch 256: [256, 64, 32, 32].
+  const Tensor x = randn({256, 64, 32, 32}, f32).requires_grad_();
+  const Tensor w = (randn({64, 64, 3, 3}, f32) * 0.05).requires_grad_();
+  const Tensor g = randn({256, 64, 32, 32}, f32);
+  layer_row("conv3x3_64_b256_fwd", median_ms([&] {
+              Tensor r = conv2d(x.detach(), w.detach(), {}, {.padding = {1, 1}});
+            }));
+  layer_row("conv3x3_64_b256_fwd_bwd", median_ms([&] {
+              conv2d(x, w, {}, {.padding = {1, 1}}).backward(g);
+            }));
+  const Tensor rm = zeros({64}, f32), rv = ones({64}, f32);
+  const Tensor gamma = ones({64}, f32).requires_grad_(), beta = zeros({64}, f32).requires_grad_();
+  layer_row("batch_norm_64_b256_fwd", median_ms([&] {
+              Tensor r = batch_norm(x.detach(), rm, rv, gamma.detach(), beta.detach(), true);
+            }));
+  layer_row("batch_norm_64_b256_fwd_bwd", median_ms([&] {
+              batch_norm(x, rm, rv, gamma, beta, true).backward(g);
+            }));
+  layer_row("max_pool3x3s2_64_b256_fwd", median_ms([&] {
+              Tensor r = max_pool2d(
+                  x.detach(), {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}});
+            }));
+  layer_row("adaptive_avg_pool_512x4x4_b256_fwd", median_ms([&] {
+              Tensor r = adaptive_avg_pool2d(
+                  x.detach().narrow(1, 0, 32).reshape({256, 512, 4, 4}), {1, 1});
+            }));
+  const Tensor logits = randn({4096, 1000}, f32),
+               labels = randint(0, 1000, {4096}, TensorOptions(kInt64, kGpu));
+  layer_row("cross_entropy_4096x1000_fwd", median_ms([&] { F::cross_entropy(logits, labels); }));
+  {
+    Tensor p = randn({11'000'000}, f32).requires_grad_();
+    optim::SGD opt({p}, {.lr = 0.01, .momentum = 0.9});
+    p.sum().backward();
+    layer_row("sgd_momentum_11M", median_ms([&] { opt.step(); }));
+  }
+
+  manual_seed(0);
+  models::MLP mlp;
+  mlp.to(kGpu);
+  step_row(
+      "mlp_b64",
+      mlp,
+      randn({64, 10}, f32),
+      randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
+      20,
+      500);
+  auto resnet =
+      models::resnet18({.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
+  resnet->to(kGpu);
+  step_row(
+      "resnet18_cifar_b256",
+      *resnet,
+      randn({256, 3, 32, 32}, f32),
+      randint(0, 10, {256}, TensorOptions(kInt64, kGpu)),
+      3,
+      20);
+  return 0;
+}

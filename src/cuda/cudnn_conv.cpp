@@ -1,0 +1,588 @@
+// 2-D convolution on the GPU through cuDNN 9's convolution API (cudnn_cnn.h; the legacy API
+// cuDNN 9 still ships, chosen over the graph/backend API for its far smaller surface): the
+// three slots of src/ops/nn_kernels.h (forward with bias, data gradient, weight and bias
+// gradients), NCHW or channels-last tensors described by their strides, groups and dilation.
+//
+// - One cuDNN handle per device and thread (handles are not thread-safe), bound to the
+//   thread's current stream before each call.
+// - The algorithm for a shape (sizes, strides, dtype, parameters) is chosen once, by cuDNN's
+//   heuristics or, with cuda::set_cudnn_benchmark(true), by timing the candidates on the
+//   call's own tensors (cudnnFind*AlgorithmEx), and cached; the workspace comes from the device
+//   caching allocator, so it is reused like any other block and ordered on the stream.
+// - float32 runs in full precision (CUDNN_FMA_MATH) unless cuda::set_allow_tf32(true), as
+//   the matrix products do; float64 in float64.
+// - cuDNN pads symmetrically. The front end's padding_end may differ from padding ("same"
+//   with an even kernel; a transposed convolution's output_padding); such a convolution runs
+//   on the input extended with zero rows at the end, its output cut, and its gradient
+//   extended with zeros to the size the symmetric convolution produces.
+// Built without cuDNN (IGNIS_HAVE_CUDNN unset), the slots say so instead.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor_impl.h"
+#include "cuda/context.h"
+#include "ignis/cuda.h"
+#include "ignis/ignis.h"
+#include "ops/nn_common.h"
+#include "ops/nn_kernels.h"
+
+#ifdef IGNIS_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+namespace ignis::cuda {
+namespace {
+std::atomic<bool> g_cudnn_benchmark{false};
+}
+void set_cudnn_benchmark(bool on) { g_cudnn_benchmark = on; }
+bool cudnn_benchmark() { return g_cudnn_benchmark; }
+}  // namespace ignis::cuda
+
+namespace ignis::cuda::detail {
+using ignis::detail::Conv2dParams;
+
+#ifdef IGNIS_HAVE_CUDNN
+namespace {
+
+[[noreturn]] void throw_cudnn_error(
+    cudnnStatus_t s, const char* call, const char* op, const char* file, int line) {
+  const std::string msg =
+      fmt::format("[{}] {} failed: {} ({}:{})", op, call, cudnnGetErrorString(s), file, line);
+  if (s == CUDNN_STATUS_ALLOC_FAILED) throw OutOfMemoryError(msg);
+  throw Error(msg);
+}
+#define IGNIS_CUDNN_CHECK(call, op)                                \
+  do {                                                             \
+    const cudnnStatus_t status_ = (call);                          \
+    if (status_ != CUDNN_STATUS_SUCCESS)                           \
+      throw_cudnn_error(status_, #call, (op), __FILE__, __LINE__); \
+  } while (0)
+
+/// This thread's handle for device, bound to the device's current stream.
+cudnnHandle_t handle_for(int device, const char* op) {
+  thread_local std::map<int, cudnnHandle_t> handles;  // never destroyed: the driver may be
+                                                      // gone at thread exit
+  auto it = handles.find(device);
+  if (it == handles.end()) {
+    cudnnHandle_t h = nullptr;
+    IGNIS_CUDNN_CHECK(cudnnCreate(&h), op);
+    it = handles.emplace(device, h).first;
+  }
+  IGNIS_CUDNN_CHECK(cudnnSetStream(it->second, current_cuda_stream(device)), op);
+  return it->second;
+}
+
+cudnnDataType_t data_type(DType t) { return t == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+
+/// Owning wrappers of the three descriptor kinds.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc(const Tensor& t, const char* op) {
+    IGNIS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d), op);
+    IGNIS_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptorEx(
+            d,
+            data_type(t.dtype()),
+            int(t.size(0)),
+            int(t.size(1)),
+            int(t.size(2)),
+            int(t.size(3)),
+            int(t.stride(0)),
+            int(t.stride(1)),
+            int(t.stride(2)),
+            int(t.stride(3))),
+        op);
+  }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  /// w's logical dims [O, C / groups, kH, kW]; its memory in NCHW or NHWC order.
+  FilterDesc(const Tensor& w, bool nhwc, const char* op) {
+    IGNIS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d), op);
+    IGNIS_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(
+            d,
+            data_type(w.dtype()),
+            nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+            int(w.size(0)),
+            int(w.size(1)),
+            int(w.size(2)),
+            int(w.size(3))),
+        op);
+  }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc(const Conv2dParams& p, DType t, const char* op) {
+    IGNIS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d), op);
+    IGNIS_CUDNN_CHECK(
+        cudnnSetConvolution2dDescriptor(
+            d,
+            int(p.padding[0]),
+            int(p.padding[1]),
+            int(p.stride[0]),
+            int(p.stride[1]),
+            int(p.dilation[0]),
+            int(p.dilation[1]),
+            CUDNN_CROSS_CORRELATION,
+            data_type(t)),
+        op);
+    IGNIS_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d, int(p.groups)), op);
+    // FMA_MATH keeps float32 off TF32 tensor cores; float64 has no reduced-precision mode.
+    const bool fma_only = t == kFloat32 && !allow_tf32();
+    IGNIS_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(d, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), op);
+  }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+};
+
+/// The three descriptors of one convolution: x [N, C, H, W], w, y [N, O, Ho, Wo]. The filter
+/// is described in x's layout (cuDNN's NHWC kernels want an NHWC filter too).
+struct Descs {
+  bool nhwc;
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  Descs(const Tensor& xt, const Tensor& wt, const Tensor& yt, const Conv2dParams& p, const char* op)
+      : nhwc(ignis::detail::is_channels_last(xt)),
+        x(xt, op),
+        y(yt, op),
+        w(wt, nhwc, op),
+        conv(p, xt.dtype(), op) {}
+};
+
+/// The weight's memory in the filter layout of d.
+Tensor filter_memory(const Tensor& w, const Descs& d) {
+  return d.nhwc ? w.permute({0, 2, 3, 1}).contiguous() : w;
+}
+
+enum class Pass : int { Forward, Data, Filter };
+
+/// What decides an algorithm: the pass, the device, dtype, math mode, sizes and strides.
+using AlgoKey = std::vector<int64_t>;
+AlgoKey key_of(
+    Pass pass,
+    int device,
+    const Tensor& x,
+    const Tensor& w,
+    const Tensor& y,
+    const Conv2dParams& p) {
+  AlgoKey k{
+      int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()), int64_t(cudnn_benchmark())};
+  for (const Tensor* t : {&x, &w, &y})
+    for (int d = 0; d < 4; ++d) k.push_back(t->size(d)), k.push_back(t->stride(d));
+  for (int i = 0; i < 2; ++i) k.insert(k.end(), {p.stride[i], p.padding[i], p.dilation[i]});
+  k.push_back(p.groups);
+  return k;
+}
+
+/// The algorithm for key, found once (by cuDNN's heuristics, or timed in benchmark mode).
+template <class Find>
+int cached_algo(const AlgoKey& key, const Find& find) {
+  static std::mutex mu;
+  static std::map<AlgoKey, int> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const int algo = find();
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, algo);
+  return algo;
+}
+
+template <class Perf>
+int first_supported(const Perf* perf, int count, const char* op) {
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) return int(perf[i].algo);
+  throw NotImplementedError(fmt::format("[{}] cuDNN offers no algorithm for this convolution", op));
+}
+
+/// A workspace of `bytes` from the caching allocator (an empty tensor for none).
+Tensor workspace(size_t bytes, Device device) {
+  return ignis::detail::make_tensor({int64_t(bytes)}, kUInt8, device);
+}
+
+/// Benchmark mode's workspace: the most any supported algorithm of the heuristics' list asks,
+/// capped (an algorithm wanting more is timed as failed, so not chosen).
+constexpr size_t kMaxBenchmarkWorkspace = size_t(512) << 20;
+template <class Perf>
+size_t benchmark_workspace(const Perf* perf, int count) {
+  size_t most = 0;
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) most = std::max(most, perf[i].memory);
+  return std::min(most, kMaxBenchmarkWorkspace);
+}
+void* data_or_null(const Tensor& t) { return t.numel() > 0 ? t.data_ptr() : nullptr; }
+
+/// alpha/beta scalars: double for double data, float otherwise.
+struct Scale {
+  double d;
+  float f;
+  const void* of(DType t) const { return t == kFloat64 ? static_cast<const void*>(&d) : &f; }
+};
+const Scale kOne{1.0, 1.0f}, kZero{0.0, 0.0f};
+
+constexpr int kMaxAlgos = 16;
+
+void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
+  const char* op = "conv2d";
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = handle_for(dev, op);
+  Descs d(x, w, y, p, op);
+  const Tensor wm = filter_memory(w, d);
+  const auto algo =
+      cudnnConvolutionFwdAlgo_t(cached_algo(key_of(Pass::Forward, dev, x, w, y, p), [&] {
+        cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
+        int n = 0;
+        IGNIS_CUDNN_CHECK(
+            cudnnGetConvolutionForwardAlgorithm_v7(
+                h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
+            op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, x.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionForwardAlgorithmEx(
+                h,
+                d.x.d,
+                x.data_ptr(),
+                d.w.d,
+                wm.data_ptr(),
+                d.conv.d,
+                d.y.d,
+                y.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
+            op);
+        return first_supported(perf, n, op);  // sorted by time
+      }));
+  size_t bytes = 0;
+  IGNIS_CUDNN_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo, &bytes), op);
+  Tensor ws = workspace(bytes, x.device());
+  IGNIS_CUDNN_CHECK(
+      cudnnConvolutionForward(
+          h,
+          kOne.of(x.dtype()),
+          d.x.d,
+          x.data_ptr(),
+          d.w.d,
+          wm.data_ptr(),
+          d.conv.d,
+          algo,
+          data_or_null(ws),
+          bytes,
+          kZero.of(x.dtype()),
+          d.y.d,
+          y.data_ptr()),
+      op);
+}
+
+void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dParams& p) {
+  const char* op = "conv2d_backward_input";
+  const int dev = gx.device().index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = handle_for(dev, op);
+  Descs d(gx, w, gy, p, op);
+  const Tensor wm = filter_memory(w, d);
+  const auto algo =
+      cudnnConvolutionBwdDataAlgo_t(cached_algo(key_of(Pass::Data, dev, gx, w, gy, p), [&] {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
+        int n = 0;
+        IGNIS_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
+            op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, gx.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionBackwardDataAlgorithmEx(
+                h,
+                d.w.d,
+                wm.data_ptr(),
+                d.y.d,
+                gy.data_ptr(),
+                d.conv.d,
+                d.x.d,
+                gx.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
+            op);
+        return first_supported(perf, n, op);
+      }));
+  size_t bytes = 0;
+  IGNIS_CUDNN_CHECK(
+      cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d, algo, &bytes),
+      op);
+  Tensor ws = workspace(bytes, gx.device());
+  IGNIS_CUDNN_CHECK(
+      cudnnConvolutionBackwardData(
+          h,
+          kOne.of(gx.dtype()),
+          d.w.d,
+          wm.data_ptr(),
+          d.y.d,
+          gy.data_ptr(),
+          d.conv.d,
+          algo,
+          data_or_null(ws),
+          bytes,
+          kZero.of(gx.dtype()),
+          d.x.d,
+          gx.data_ptr()),
+      op);
+}
+
+void backward_filter(
+    const Tensor& gy, const Tensor& x, const Tensor& gw, const Tensor& gb, const Conv2dParams& p) {
+  const char* op = "conv2d_backward_weight";
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = handle_for(dev, op);
+  Descs d(x, gw, gy, p, op);
+  const Tensor gw_memory =
+      d.nhwc ? ignis::detail::make_tensor(
+                   {gw.size(0), gw.size(2), gw.size(3), gw.size(1)}, gw.dtype(), gw.device())
+             : gw;
+  const auto algo =
+      cudnnConvolutionBwdFilterAlgo_t(cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
+        int n = 0;
+        IGNIS_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
+            op);
+        if (!cudnn_benchmark()) return first_supported(perf, n, op);
+        const size_t wsb = benchmark_workspace(perf, n);
+        Tensor ws = workspace(wsb, x.device());
+        IGNIS_CUDNN_CHECK(
+            cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                h,
+                d.x.d,
+                x.data_ptr(),
+                d.y.d,
+                gy.data_ptr(),
+                d.conv.d,
+                d.w.d,
+                gw_memory.data_ptr(),
+                kMaxAlgos,
+                &n,
+                perf,
+                data_or_null(ws),
+                wsb),
+            op);
+        return first_supported(perf, n, op);
+      }));
+  size_t bytes = 0;
+  IGNIS_CUDNN_CHECK(
+      cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, d.x.d, d.y.d, d.conv.d, d.w.d, algo, &bytes),
+      op);
+  Tensor ws = workspace(bytes, x.device());
+  IGNIS_CUDNN_CHECK(
+      cudnnConvolutionBackwardFilter(
+          h,
+          kOne.of(x.dtype()),
+          d.x.d,
+          x.data_ptr(),
+          d.y.d,
+          gy.data_ptr(),
+          d.conv.d,
+          algo,
+          data_or_null(ws),
+          bytes,
+          kZero.of(x.dtype()),
+          d.w.d,
+          gw_memory.data_ptr()),
+      op);
+  if (d.nhwc) Tensor(gw).copy_(gw_memory.permute({0, 3, 1, 2}));
+  if (!gb.defined()) return;
+  const Tensor gb4 = gb.view({1, gb.size(0), 1, 1});
+  TensorDesc db(gb4, op);
+  IGNIS_CUDNN_CHECK(
+      cudnnConvolutionBackwardBias(
+          h, kOne.of(x.dtype()), d.y.d, gy.data_ptr(), kZero.of(x.dtype()), db.d, gb.data_ptr()),
+      op);
+}
+
+void add_bias(const Tensor& bias, const Tensor& y) {
+  const char* op = "conv2d";
+  const int dev = y.device().index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = handle_for(dev, op);
+  const Tensor b4 = bias.view({1, bias.size(0), 1, 1});
+  TensorDesc bd(b4, op), yd(y, op);
+  IGNIS_CUDNN_CHECK(
+      cudnnAddTensor(
+          h, kOne.of(y.dtype()), bd.d, bias.data_ptr(), kOne.of(y.dtype()), yd.d, y.data_ptr()),
+      op);
+}
+
+// ---- asymmetric padding (see the header) ---------------------------------------------------
+
+bool symmetric(const Conv2dParams& p) { return p.padding == p.padding_end; }
+
+/// Rows / columns of zeros to append to the input so that symmetric padding covers padding_end.
+std::array<int64_t, 2> input_extension(const Conv2dParams& p) {
+  return {
+      std::max<int64_t>(0, p.padding_end[0] - p.padding[0]),
+      std::max<int64_t>(0, p.padding_end[1] - p.padding[1])};
+}
+
+/// t with `extra` zero rows (dim 2) and columns (dim 3) appended, in t's layout.
+Tensor zero_extend(const Tensor& t, std::array<int64_t, 2> extra) {
+  if (extra[0] == 0 && extra[1] == 0) return t;
+  const bool cl = ignis::detail::is_channels_last(t);
+  Tensor r = ignis::detail::empty_in_layout(
+      {t.size(0), t.size(1), t.size(2) + extra[0], t.size(3) + extra[1]},
+      t.dtype(),
+      t.device(),
+      cl);
+  r.zero_();
+  r.narrow(2, 0, t.size(2)).narrow(3, 0, t.size(3)).copy_(t);
+  return r;
+}
+
+/// The output size of the symmetric convolution over an input of `in` rows.
+int64_t symmetric_out(int64_t in, int64_t k, const Conv2dParams& p, int i) {
+  return (in + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1;
+}
+
+/// The gradient of the output, extended with zeros to the symmetric convolution's size.
+Tensor full_grad(const Tensor& gy, const Tensor& x_ext, const Tensor& w, const Conv2dParams& p) {
+  return zero_extend(
+      gy,
+      {symmetric_out(x_ext.size(2), w.size(2), p, 0) - gy.size(2),
+       symmetric_out(x_ext.size(3), w.size(3), p, 1) - gy.size(3)});
+}
+
+/// cuDNN's NHWC convolutions are float32 (and 16-bit) only: a float64 channels-last call
+/// runs on NCHW copies.
+bool needs_nchw(const Tensor& t) {
+  return t.dtype() != kFloat32 && ignis::detail::is_channels_last(t);
+}
+Tensor nchw_buffer(const Tensor& like) {
+  return ignis::detail::make_tensor(like.sizes(), like.dtype(), like.device());
+}
+
+void conv_forward(
+    const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Conv2dParams& p) {
+  if (needs_nchw(x) || needs_nchw(y)) {
+    Tensor yc = nchw_buffer(y);
+    conv_forward(x.contiguous(), w, b, yc, p);
+    Tensor(y).copy_(yc);
+    return;
+  }
+  if (symmetric(p)) {
+    forward(x, w, y, p);
+    if (b.defined()) add_bias(b, y);
+    return;
+  }
+  const Tensor xe = zero_extend(x, input_extension(p));
+  const bool cl = ignis::detail::is_channels_last(y);
+  Tensor full = ignis::detail::empty_in_layout(
+      {y.size(0),
+       y.size(1),
+       symmetric_out(xe.size(2), w.size(2), p, 0),
+       symmetric_out(xe.size(3), w.size(3), p, 1)},
+      y.dtype(),
+      y.device(),
+      cl);
+  forward(xe, w, full, p);
+  Tensor(y).copy_(full.narrow(2, 0, y.size(2)).narrow(3, 0, y.size(3)));
+  if (b.defined()) add_bias(b, y);
+}
+
+void conv_backward_input(
+    const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dParams& p) {
+  if (needs_nchw(gy) || needs_nchw(gx)) {
+    Tensor gxc = nchw_buffer(gx);
+    conv_backward_input(gy.contiguous(), w, gxc, p);
+    Tensor(gx).copy_(gxc);
+    return;
+  }
+  if (symmetric(p)) return backward_data(gy, w, gx, p);
+  const auto extra = input_extension(p);
+  const bool cl = ignis::detail::is_channels_last(gx);
+  Tensor gxe = ignis::detail::empty_in_layout(
+      {gx.size(0), gx.size(1), gx.size(2) + extra[0], gx.size(3) + extra[1]},
+      gx.dtype(),
+      gx.device(),
+      cl);
+  backward_data(full_grad(gy, gxe, w, p), w, gxe, p);
+  Tensor(gx).copy_(gxe.narrow(2, 0, gx.size(2)).narrow(3, 0, gx.size(3)));
+}
+
+void conv_backward_weight(
+    const Tensor& gy, const Tensor& x, const Tensor& gw, const Tensor& gb, const Conv2dParams& p) {
+  if (needs_nchw(gy) || needs_nchw(x))
+    return conv_backward_weight(gy.contiguous(), x.contiguous(), gw, gb, p);
+  if (symmetric(p)) return backward_filter(gy, x, gw, gb, p);
+  const Tensor xe = zero_extend(x, input_extension(p));
+  backward_filter(full_grad(gy, xe, gw, p), xe, gw, gb, p);
+}
+}  // namespace
+
+void register_conv() {
+  ignis::detail::conv2d_forward_kernel.set(DeviceType::CUDA, &conv_forward);
+  ignis::detail::conv2d_backward_input_kernel.set(DeviceType::CUDA, &conv_backward_input);
+  ignis::detail::conv2d_backward_weight_kernel.set(DeviceType::CUDA, &conv_backward_weight);
+}
+
+#else  // !IGNIS_HAVE_CUDNN
+
+namespace {
+[[noreturn]] void no_cudnn(const char* op) {
+  throw NotImplementedError(fmt::format(
+      "[{}] convolutions on CUDA need cuDNN 9, and this build of Ignis has none (configure "
+      "with -DIGNIS_CUDNN_ROOT=<cuDNN prefix>; see the configure summary)",
+      op));
+}
+}  // namespace
+
+void register_conv() {
+  ignis::detail::conv2d_forward_kernel.set(
+      DeviceType::CUDA,
+      [](const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
+        no_cudnn("conv2d");
+      });
+  ignis::detail::conv2d_backward_input_kernel.set(
+      DeviceType::CUDA, [](const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
+        no_cudnn("conv2d_backward_input");
+      });
+  ignis::detail::conv2d_backward_weight_kernel.set(
+      DeviceType::CUDA,
+      [](const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
+        no_cudnn("conv2d_backward_weight");
+      });
+}
+#endif
+
+}  // namespace ignis::cuda::detail

@@ -1,0 +1,270 @@
+// Convolution (cuDNN), batch norm, pooling, the fused cross-entropy and the fused SGD update
+// on the GPU against the CPU: the same inputs on both devices, the outputs and every input
+// gradient (autograd with a random upstream gradient) compared. float64 agrees to rounding
+// (the CPU's own tests check it against float64 loops and PyTorch); float32 to ~1e-5
+// relative (cuDNN sums in another order; TF32 is off); bfloat16/float16 inputs run in
+// float32 on both devices and are compared at ~1e-2.
+#include <functional>
+
+#include "cuda/cuda_test_util.h"
+
+namespace ignis {
+namespace {
+using testing::kGpu;
+using testing::matches_cpu;
+using testing::random_tensor;
+
+/// A copy of t (float64 values) in dtype on device, channels-last when asked, as a leaf.
+Tensor leaf(const Tensor& t, Device d, DType dtype, bool channels_last = false) {
+  Tensor r = t.to(d, dtype, false, /*copy=*/true);
+  if (channels_last) r = r.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  return r.requires_grad_();
+}
+
+/// fn's output on device d and the gradients of sum(output * upstream) for every input.
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+std::vector<Tensor> run_on(
+    Device d,
+    DType dtype,
+    const Fn& fn,
+    const std::vector<Tensor>& inputs,
+    bool channels_last,
+    uint64_t seed) {
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    xs.push_back(leaf(inputs[i], d, dtype, channels_last && i == 0 && inputs[i].dim() == 4));
+  const Tensor y = fn(xs);
+  const Tensor up = random_tensor(y.sizes(), -1, 1, seed).to(d, y.dtype());
+  (y * up).sum().backward();
+  std::vector<Tensor> r{y.detach()};
+  for (const Tensor& x : xs) r.push_back(x.grad());
+  return r;
+}
+
+/// Output and input gradients of fn on the GPU against the CPU's.
+void expect_like_cpu(
+    const std::string& what,
+    const Fn& fn,
+    const std::vector<Tensor>& inputs,
+    DType dtype,
+    bool channels_last = false) {
+  const double tol = dtype == kFloat64 ? 1e-10 : dtype == kFloat32 ? 2e-5 : 2e-2;
+  const auto cpu = run_on(Device::cpu(), dtype, fn, inputs, channels_last, 99);
+  const auto gpu = run_on(kGpu, dtype, fn, inputs, channels_last, 99);
+  const std::string tag = what + " " + dtype_name(dtype) + (channels_last ? " channels-last" : "");
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (!cpu[i].defined()) {
+      EXPECT_FALSE(gpu[i].defined()) << tag << " #" << i;
+      continue;
+    }
+    EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol))
+        << tag << (i == 0 ? " output" : " gradient of input " + std::to_string(i - 1));
+  }
+}
+
+TEST(CudaNn, Conv2dForwardAndBackwardMatchTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  struct Case {
+    const char* name;
+    Shape x, w;
+    Conv2dOptions o;
+    bool bias;
+  };
+  const Case cases[] = {
+      {"3x3 pad 1", {2, 3, 9, 8}, {5, 3, 3, 3}, {.padding = {1, 1}}, true},
+      {"stride 2, no bias",
+       {2, 4, 11, 10},
+       {6, 4, 3, 3},
+       {.stride = {2, 2}, .padding = {1, 1}},
+       false},
+      {"dilation 2, asymmetric kernel",
+       {1, 3, 12, 9},
+       {4, 3, 3, 2},
+       {.padding = {2, 1}, .dilation = {2, 2}},
+       true},
+      {"groups 2", {2, 4, 7, 7}, {6, 2, 3, 3}, {.padding = {1, 1}, .groups = 2}, true},
+      {"depthwise",
+       {2, 4, 6, 6},
+       {4, 1, 3, 3},
+       {.stride = {2, 1}, .padding = {1, 0}, .groups = 4},
+       false},
+      {"1x1 stride 2", {3, 8, 8, 8}, {16, 8, 1, 1}, {.stride = {2, 2}}, false},
+      // "same" with an even kernel pads one more row/column at the end than at the start.
+      {"same, even kernel", {2, 3, 7, 6}, {4, 3, 4, 2}, {.padding_mode = "same"}, true},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> in{random_tensor(c.x, -1, 1, 1), random_tensor(c.w, -0.5, 0.5, 2)};
+    if (c.bias) in.push_back(random_tensor({c.w[0]}, -0.5, 0.5, 3));
+    const Fn fn = [&](const std::vector<Tensor>& v) {
+      return conv2d(v[0], v[1], v.size() > 2 ? v[2] : Tensor(), c.o);
+    };
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) expect_like_cpu(c.name, fn, in, t, cl);
+  }
+  // 16-bit inputs: converted to float32 around the same kernels.
+  const std::vector<Tensor> in{
+      random_tensor({2, 3, 8, 8}, -1, 1, 4), random_tensor({4, 3, 3, 3}, -0.5, 0.5, 5)};
+  const Fn fn = [](const std::vector<Tensor>& v) {
+    return conv2d(v[0], v[1], Tensor(), {.padding = {1, 1}});
+  };
+  expect_like_cpu("conv2d", fn, in, kBFloat16);
+  expect_like_cpu("conv2d", fn, in, kFloat16);
+}
+
+TEST(CudaNn, Conv2dInBenchmarkModeMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  // The timed choice may differ from the heuristics' and runs on the call's own tensors
+  // first (cudnnFind*AlgorithmEx writes the outputs); the results must not change.
+  struct Restore {
+    ~Restore() { cuda::set_cudnn_benchmark(false); }
+  } restore;
+  cuda::set_cudnn_benchmark(true);
+  const std::vector<Tensor> in{
+      random_tensor({4, 8, 12, 12}, -1, 1, 40),
+      random_tensor({16, 8, 3, 3}, -0.5, 0.5, 41),
+      random_tensor({16}, -0.5, 0.5, 42)};
+  const Fn fn = [](const std::vector<Tensor>& v) {
+    return conv2d(v[0], v[1], v[2], {.stride = {2, 2}, .padding = {1, 1}});
+  };
+  for (int repeat = 0; repeat < 2; ++repeat)  // found, then from the cache
+    for (bool cl : {false, true}) expect_like_cpu("benchmark mode", fn, in, kFloat32, cl);
+}
+
+TEST(CudaNn, ConvTranspose2dMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  // output_padding makes the adjoint convolution's end padding smaller than its start.
+  const std::vector<Tensor> in{
+      random_tensor({2, 4, 5, 6}, -1, 1, 6),
+      random_tensor({4, 3, 3, 3}, -0.5, 0.5, 7),
+      random_tensor({3}, -0.5, 0.5, 8)};
+  for (const ConvTranspose2dOptions& o :
+       {ConvTranspose2dOptions{.stride = {2, 2}, .padding = {1, 1}, .output_padding = {1, 1}},
+        ConvTranspose2dOptions{.stride = {1, 2}, .padding = {0, 1}}}) {
+    const Fn fn = [&](const std::vector<Tensor>& v) {
+      return conv_transpose2d(v[0], v[1], v[2], o);
+    };
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) expect_like_cpu("conv_transpose2d", fn, in, t, cl);
+  }
+}
+
+TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  for (DType t : {kFloat32, kFloat64}) {
+    // {8, 3, 40, 40}: 12800 values per channel, reduced in several chunks of unequal size
+    // and merged (the small shapes take one chunk).
+    for (const Shape& shape :
+         {Shape{4, 3, 5, 6}, Shape{16, 5}, Shape{3, 4, 7}, Shape{8, 3, 40, 40}}) {
+      for (bool cl : {false, true}) {
+        if (cl && shape.size() != 4) continue;
+        const int64_t C = shape[1];
+        const Tensor rm0 = random_tensor({C}, -0.5, 0.5, 10),
+                     rv0 = random_tensor({C}, 0.5, 1.5, 11);
+        const std::vector<Tensor> in{
+            random_tensor(shape, -2, 3, 12),
+            random_tensor({C}, 0.5, 1.5, 13),
+            random_tensor({C}, -0.5, 0.5, 14)};
+        for (bool training : {true, false}) {
+          // Running statistics per device, compared after the call (training updates them).
+          Tensor rm_cpu = rm0.to(t), rv_cpu = rv0.to(t);
+          Tensor rm_gpu = rm0.to(kGpu, t), rv_gpu = rv0.to(kGpu, t);
+          const auto fn_with = [training](const Tensor* rm, const Tensor* rv) -> Fn {
+            return [=](const std::vector<Tensor>& v) {
+              return batch_norm(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4);
+            };
+          };
+          const auto cpu = run_on(Device::cpu(), t, fn_with(&rm_cpu, &rv_cpu), in, cl, 15);
+          const auto gpu = run_on(kGpu, t, fn_with(&rm_gpu, &rv_gpu), in, cl, 15);
+          const double tol = t == kFloat64 ? 1e-10 : 2e-5;
+          const std::string tag = std::string(dtype_name(t)) + (training ? " training" : " eval") +
+                                  (cl ? " channels-last " : " ") + detail::shape_str(shape);
+          for (size_t i = 0; i < cpu.size(); ++i)
+            EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << tag << " #" << i;
+          EXPECT_TRUE(matches_cpu(rm_gpu, rm_cpu, tol, tol)) << tag << " running_mean";
+          EXPECT_TRUE(matches_cpu(rv_gpu, rv_cpu, tol, tol)) << tag << " running_var";
+        }
+      }
+    }
+  }
+  // Without affine parameters.
+  const Fn plain = [](const std::vector<Tensor>& v) {
+    return batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+  };
+  expect_like_cpu(
+      "batch_norm without affine", plain, {random_tensor({6, 4, 3, 3}, -1, 1, 16)}, kFloat32, true);
+  // 16-bit inputs: normalised in float32 on both devices.
+  const Fn affine = [](const std::vector<Tensor>& v) {
+    return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true);
+  };
+  const std::vector<Tensor> in16{
+      random_tensor({6, 4, 3, 3}, -1, 1, 17),
+      random_tensor({4}, 0.5, 1.5, 18),
+      random_tensor({4}, -0.5, 0.5, 19)};
+  expect_like_cpu("batch_norm", affine, in16, kBFloat16);
+  expect_like_cpu("batch_norm", affine, in16, kFloat16);
+}
+
+TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  const Tensor x = random_tensor({2, 3, 11, 9}, -1, 1, 20);
+  const Pool2dOptions max_cases[] = {
+      {.kernel_size = {2, 2}},
+      {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}},
+      {.kernel_size = {3, 2},
+       .stride = Size2{2, 1},
+       .padding = {1, 0},
+       .dilation = {2, 2},
+       .ceil_mode = true},
+  };
+  for (const Pool2dOptions& o : max_cases)
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) {
+        const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
+        expect_like_cpu("max_pool2d", fn, {x}, t, cl);
+        // The argmax indices agree exactly (the first maximum wins ties on both).
+        const auto [vc, ic] = max_pool2d_with_indices(leaf(x, Device::cpu(), t, cl), o);
+        const auto [vg, ig] = max_pool2d_with_indices(leaf(x, kGpu, t, cl), o);
+        EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d indices " << dtype_name(t);
+      }
+  // Ties: a constant input picks the first tap of every window on both devices.
+  const Tensor flat = zeros({1, 2, 6, 6});
+  const auto [vc, ic] =
+      max_pool2d_with_indices(flat, {.kernel_size = {3, 3}, .stride = Size2{2, 2}});
+  const auto [vg, ig] =
+      max_pool2d_with_indices(flat.to(kGpu), {.kernel_size = {3, 3}, .stride = Size2{2, 2}});
+  EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d ties";
+
+  const Pool2dOptions avg_cases[] = {
+      {.kernel_size = {2, 2}},
+      {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}},
+      {.kernel_size = {3, 3},
+       .stride = Size2{2, 2},
+       .padding = {1, 1},
+       .ceil_mode = true,
+       .count_include_pad = false},
+      {.kernel_size = {2, 3}, .stride = Size2{1, 2}, .padding = {1, 1}, .divisor_override = 5},
+  };
+  for (const Pool2dOptions& o : avg_cases)
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) {
+        const Fn fn = [&](const std::vector<Tensor>& v) { return avg_pool2d(v[0], o); };
+        expect_like_cpu("avg_pool2d", fn, {x}, t, cl);
+      }
+  for (const Size2& out : {Size2{1, 1}, Size2{4, 3}, Size2{11, 9}, Size2{5, 7}})
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) {
+        const Fn fn = [&](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], out); };
+        expect_like_cpu("adaptive_avg_pool2d", fn, {x}, t, cl);
+      }
+  // 16-bit inputs.
+  const Fn mp = [](const std::vector<Tensor>& v) {
+    return max_pool2d(v[0], {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}});
+  };
+  expect_like_cpu("max_pool2d", mp, {x}, kBFloat16);
+  const Fn ap = [](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], {1, 1}); };
+  expect_like_cpu("adaptive_avg_pool2d", ap, {x}, kFloat16);
+}
+
+}  // namespace
+}  // namespace ignis
