@@ -10,6 +10,8 @@ void register_reduce();      // reduce.cu: every ReduceOp
 void register_softmax();     // softmax.cu
 void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_gemm();        // gemm.cpp: cuBLASLt
+void register_index();       // index.cu: index scan, gather, scatter, masked_select, tril
+void register_sort();        // sort.cu: sort, topk, cumsum
 }  // namespace ignis::cuda::detail
 
 namespace ignis::detail {
@@ -24,5 +26,7 @@ void register_cuda_kernels() {
   register_softmax();
   register_random();
   register_gemm();
+  register_index();
+  register_sort();
 }
 }  // namespace ignis::detail
