@@ -110,7 +110,7 @@ done
 # compute-sanitizer's memcheck (slow: each kernel runs instrumented).
 if command -v compute-sanitizer >/dev/null; then
   timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
-    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*' \
+    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*:CudaIndex.OutOfBounds*:CudaData.BatchTransforms*:CudaData.StoppingMidEpoch*' \
     >"$out/sanitizer.log" 2>&1
   say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
 fi
