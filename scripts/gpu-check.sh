@@ -82,7 +82,7 @@ say "- configure: exit $rc (configure.log)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_loader >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
