@@ -88,7 +88,8 @@ say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_train >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_train gpu_loader \
+  >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
@@ -123,7 +124,7 @@ fi
 # compute-sanitizer's memcheck (slow: each kernel runs instrumented).
 if command -v compute-sanitizer >/dev/null; then
   timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
-    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*' \
+    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*:CudaIndex.OutOfBounds*:CudaData.BatchTransforms*:CudaData.StoppingMidEpoch*' \
     >"$out/sanitizer.log" 2>&1
   say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
   # The nn kernels' index arithmetic (pooling windows, channel views, loss rows).

@@ -33,6 +33,14 @@ struct DeviceProperties {
 /// Properties of device `index` (-1: the current device).
 DeviceProperties get_device_properties(int index = -1);
 
+/// The device's free and total memory as the driver reports them (cudaMemGetInfo, as
+/// torch.cuda.mem_get_info): blocks cached by Ignis's allocator count as used.
+struct MemoryInfo {
+  size_t free = 0;
+  size_t total = 0;
+};
+MemoryInfo mem_get_info(int index = -1);
+
 /// Waits until all work queued on every stream of device `index` (-1: current) has finished.
 void synchronize(int index = -1);
 

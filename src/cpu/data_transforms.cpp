@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "data/transform_kernels.h"
 #include "ignis/tensor.h"
+#include "kernels/sample_geometry.h"
 
 namespace ignis::cpu {
 
@@ -19,29 +20,15 @@ namespace {
 
 using data::detail::GeometryParams;
 
-/// Source coordinate of padded coordinate i in [0, n), or -1 (zero padding).
-int64_t source_coord(int64_t i, int64_t n, bool reflect) {
-  if (i >= 0 && i < n) return i;
-  if (!reflect) return -1;
-  if (n == 1) return 0;
-  const int64_t period = 2 * (n - 1);
-  int64_t m = i % period;
-  if (m < 0) m += period;
-  return m < n ? m : period - m;
-}
-
-/// dst[i] = the output value of source value src[i], i < n: a copy, or in the fused pipeline
-/// (v / 255 - mean) / std in float32, operation for operation as the unfused ToFloat +
-/// Normalize (Norm = false: v / 255). A plain loop over contiguous data, so it vectorises.
+/// dst[i] = the output value of source value src[i], i < n (kernels::geometry_convert). A
+/// plain loop over contiguous data, so it vectorises.
 template <class In, class Out, bool Norm>
 void convert_run(const In* src, Out* dst, int64_t n, float mean, float std) {
   if constexpr (std::is_same_v<In, Out>) {
     std::memcpy(dst, src, size_t(n) * sizeof(In));
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float f = float(src[i]) / 255.0f;
-      dst[i] = Norm ? (f - mean) / std : f;
-    }
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = kernels::geometry_convert<In, Out, Norm>(src[i], mean, std);
   }
 }
 
@@ -61,7 +48,8 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
         for (int64_t b = b0; b < b1; ++b) {
           const auto& win = p.windows[size_t(b)];
           for (int64_t x = 0; x < w; ++x)
-            cols[size_t(x)] = source_coord(win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
+            cols[size_t(x)] = kernels::geometry_source_coord(
+                win.left + (win.flip ? w - 1 - x : x), W, p.reflect);
           // Zero padding: output columns [x0, x1) read the image (one contiguous source run,
           // reversed when flipped), the rest are 0.
           int64_t x0 = 0, x1 = w;
@@ -77,7 +65,7 @@ void geometry(const Tensor& in, Tensor& out, const GeometryParams& p) {
             Out* oplane = dst + (b * C + c) * h * w;
             for (int64_t y = 0; y < h; ++y) {
               Out* orow = oplane + y * w;
-              const int64_t sy = source_coord(win.top + y, H, p.reflect);
+              const int64_t sy = kernels::geometry_source_coord(win.top + y, H, p.reflect);
               if (sy < 0) {
                 std::memset(orow, 0, size_t(w) * sizeof(Out));
                 continue;

@@ -12,6 +12,9 @@ void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_gemm();        // gemm.cpp: cuBLASLt
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
 void register_nn();          // nn.cu: batch norm, pooling; cudnn_conv.cpp: convolution
+void register_index();       // index.cu: index scan, gather, scatter, masked_select, tril
+void register_sort();        // sort.cu: sort, topk, cumsum
+void register_data_transforms();  // data_transforms.cu: crop / flip / cutout of batches
 }  // namespace ignis::cuda::detail
 
 namespace ignis::detail {
@@ -28,5 +31,8 @@ void register_cuda_kernels() {
   register_gemm();
   register_loss_optim();
   register_nn();
+  register_index();
+  register_sort();
+  register_data_transforms();
 }
 }  // namespace ignis::detail

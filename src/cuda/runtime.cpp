@@ -75,6 +75,15 @@ DeviceProperties get_device_properties(int index) {
   return out;
 }
 
+MemoryInfo mem_get_info(int index) {
+  if (index < 0) index = current_device();
+  detail::require_device(index, "mem_get_info");
+  detail::DeviceGuard guard(index);
+  MemoryInfo info;
+  IGNIS_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total), "mem_get_info");
+  return info;
+}
+
 void synchronize(int index) {
   if (index < 0) index = current_device();
   detail::require_device(index, "synchronize");

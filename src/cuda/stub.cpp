@@ -19,6 +19,7 @@ int device_count() { return 0; }
 int current_device() { no_cuda("current_device"); }
 void set_device(int) { no_cuda("set_device"); }
 DeviceProperties get_device_properties(int) { no_cuda("get_device_properties"); }
+MemoryInfo mem_get_info(int) { no_cuda("mem_get_info"); }
 void synchronize(int) { no_cuda("synchronize"); }
 
 Stream Stream::create(int) { no_cuda("Stream::create"); }

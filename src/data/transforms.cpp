@@ -213,7 +213,8 @@ size_t Compose::fuse(
     const Tensor& x, size_t k, int64_t epoch, const std::vector<int64_t>& indices, Tensor& out) const {
   const size_t n = transforms_.size();
   if (k >= n || !dynamic_cast<const ToFloat*>(transforms_[k].get()) || x.dtype() != kUInt8 ||
-      !x.device().is_cpu() || x.dim() != 4 || int64_t(indices.size()) != x.size(0))
+      !detail::sample_geometry_kernel.has(x.device().type) || x.dim() != 4 ||
+      int64_t(indices.size()) != x.size(0))
     return 0;
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   GeometryParams p;
@@ -266,7 +267,7 @@ size_t Compose::fuse(
       if (crop && flip_at < crop_at) win.left = W - w - win.left;
     }
   }
-  out = empty({B, C, h, w}, kFloat32);
+  out = empty({B, C, h, w}, {kFloat32, x.device()});
   if (out.numel() > 0) detail::sample_geometry_kernel.get(x.device())(x.contiguous(), out, p);
   return j - k;
 }

@@ -80,6 +80,7 @@ struct CumsumArgs {
   char* out = nullptr;
   DType in_dtype = kFloat32, out_dtype = kFloat32;
   int64_t outer = 1, dim = 1, inner = 1;
+  Device device;  ///< where in and out live: the device a CUDA kernel launches on
 };
 inline KernelSlot<void (*)(const CumsumArgs&)> cumsum_kernel{"cumsum"};
 

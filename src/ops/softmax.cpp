@@ -87,6 +87,7 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   args.outer = s.outer;
   args.dim = s.dim;
   args.inner = s.inner;
+  args.device = in.device();
   cumsum_kernel.get(in.device())(args);
   if (needs_grad({&in})) record_cumsum(in, out, d);
   return out;

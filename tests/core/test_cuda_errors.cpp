@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ignis/cuda.h"
+#include "ignis/data/dataloader.h"
 #include "support/test_support.h"
 
 namespace ignis {
@@ -34,6 +35,7 @@ TEST(CudaErrors, WithoutADeviceEveryEntryPointSaysWhy) {
   EXPECT_THROW_MSG(cuda::set_device(0), DeviceError, why);
   EXPECT_THROW_MSG(cuda::current_device(), DeviceError, why);
   EXPECT_THROW_MSG(cuda::get_device_properties(0), DeviceError, why);
+  EXPECT_THROW_MSG(cuda::mem_get_info(0), DeviceError, why);
   EXPECT_THROW_MSG(cuda::synchronize(), DeviceError, why);
   EXPECT_THROW_MSG(cuda::Stream::create(), DeviceError, why);
   EXPECT_THROW_MSG(cuda::current_stream(), DeviceError, why);
@@ -46,6 +48,11 @@ TEST(CudaErrors, WithoutADeviceEveryEntryPointSaysWhy) {
   EXPECT_FALSE(ones({4}).is_pinned());
   // empty_cache has nothing to release and never throws.
   cuda::empty_cache();
+  // A loader for a GPU is built (no residency without a device); its first batch says why.
+  const auto data = std::make_shared<data::TensorDataset>(std::vector<Tensor>{ones({4, 2})});
+  data::DataLoader loader(data, {.batch_size = 2, .device = Device::cuda(0)});
+  EXPECT_FALSE(loader.gpu_resident());
+  EXPECT_THROW_MSG(loader.begin(), DeviceError, why);
 }
 
 TEST(CudaErrors, AnAbsentDeviceIndexIsRejected) {
@@ -59,6 +66,7 @@ TEST(CudaErrors, AnAbsentDeviceIndexIsRejected) {
   EXPECT_THROW_MSG(empty({3}, absent), DeviceError, expected);
   EXPECT_THROW_MSG(cuda::set_device(n), DeviceError, expected);
   EXPECT_THROW_MSG(cuda::get_device_properties(n), DeviceError, expected);
+  EXPECT_THROW_MSG(cuda::mem_get_info(n), DeviceError, expected);
   EXPECT_THROW_MSG(ones({2}).to(absent), DeviceError, expected);
 }
 

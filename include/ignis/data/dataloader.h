@@ -12,6 +12,10 @@
 // order, so the batches are the same whatever the worker count. Stopping early (break, the
 // iterator or the loader going away) stops and joins the workers; an exception in a worker is
 // rethrown by the iterator at that batch.
+//
+// On a GPU (device = cuda): a tensor-backed data set that fits lives on the device and each
+// batch is gathered and transformed there; other data sets' batches are pinned and copied
+// on a copy stream one batch ahead (Note [Loader on a GPU], src/data/dataloader.cpp).
 #pragma once
 
 #include <cstdint>
@@ -87,8 +91,16 @@ struct DataLoaderOptions {
   std::shared_ptr<const Sampler> sampler;  ///< replaces shuffle when set
   int num_workers = 0;                     ///< 0: batches built on the calling thread
   int prefetch_factor = 2;                 ///< batches ahead per worker
-  bool pin_memory = false;                 ///< accepted; page-locked buffers come with CUDA
-  std::optional<Device> device;            ///< each batch field is copied with .to(device)
+  /// Host batches in page-locked memory (with a CUDA build and device; else ignored).
+  bool pin_memory = false;
+  /// Where batches go. On a CUDA device host batches are always pinned and copied on a copy
+  /// stream ahead of use (Note [Loader on a GPU], dataloader.cpp).
+  std::optional<Device> device;
+  /// GPU-resident data sets: with a CUDA `device`, a TensorDataset (or a Subset of one)
+  /// whose samples take at most this share of the device's available memory is copied there
+  /// once (uint8 stays uint8) and each batch is gathered, then transformed, on the GPU. 0
+  /// turns it off.
+  double gpu_resident_fraction = 0.5;
   /// Applied to each batch after collation and the device copy (e.g. a transforms Compose).
   std::function<void(Batch&)> transform;
 };
@@ -132,10 +144,14 @@ class DataLoader {
   void set_epoch(int64_t epoch) { next_epoch_ = epoch; }
   int64_t next_epoch() const { return next_epoch_; }
   const DataLoaderOptions& options() const { return options_; }
+  /// Whether the whole data set lives on the GPU (see gpu_resident_fraction).
+  bool gpu_resident() const { return !resident_.empty(); }
 
  private:
   DatasetPtr dataset_;
   DataLoaderOptions options_;
+  std::vector<Tensor> resident_;  ///< the data set's tensors on the device, when resident
+  void make_resident();
   std::shared_ptr<const Sampler> sampler_;
   int64_t next_epoch_ = 0;
   std::weak_ptr<detail::EpochRun> current_;

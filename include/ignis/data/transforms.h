@@ -158,12 +158,12 @@ class RandomResizedCrop : public BatchTransform {
 /// Transforms applied in order to field 0 of a batch (the images), each with its position as
 /// its stream. Usable as DataLoaderOptions::transform.
 ///
-/// Note [Fused CPU pipeline]: on a uint8 CPU batch, ToFloat, an optional Normalize and then
-/// at most one RandomCrop and one RandomHorizontalFlip (either order) run as one pass that
-/// reads each source byte once and writes each output float once, with the same arithmetic
-/// ((v / 255 - mean) / std in float32, zero padding after normalisation) and the same draws,
-/// so the result is bit for bit that of running them one by one. Anything else runs one by
-/// one.
+/// Note [Fused CPU pipeline]: on a uint8 batch (on the CPU, or on a GPU with the same kernel
+/// math), ToFloat, an optional Normalize and then at most one RandomCrop and one
+/// RandomHorizontalFlip (either order) run as one pass that reads each source byte once and
+/// writes each output float once, with the same arithmetic ((v / 255 - mean) / std in
+/// float32, zero padding after normalisation) and the same draws, so the result is bit for
+/// bit that of running them one by one. Anything else runs one by one.
 class Compose {
  public:
   Compose(uint64_t seed, std::vector<std::shared_ptr<BatchTransform>> transforms)
