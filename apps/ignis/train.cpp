@@ -247,6 +247,7 @@ nlohmann::json config_json(
       {"early_stop", o.early_stop},
       {"on_nonfinite", o.on_nonfinite},
       {"detect_anomaly", o.detect_anomaly},
+      {"sync_bn", o.sync_bn},
       {"checkpoint_every", o.checkpoint_every},
       {"classes", d.classes},
       {"mean", d.mean},
@@ -412,7 +413,10 @@ int run_train(TrainOptions o) {
   // The model is wrapped after any resume has loaded its weights (the wrapper then copies
   // rank 0's to every rank); `trained` is what the training steps call.
   std::unique_ptr<ig::nn::DistributedDataParallel> ddp;
-  if (ranks.distributed()) ddp = std::make_unique<ig::nn::DistributedDataParallel>(*model);
+  if (ranks.distributed()) {
+    if (o.sync_bn) ig::nn::convert_sync_batchnorm(*model);
+    ddp = std::make_unique<ig::nn::DistributedDataParallel>(*model);
+  }
   ig::nn::Module& trained = ddp ? static_cast<ig::nn::Module&>(*ddp) : *model;
   // A collective when distributed: every rank calls it at the same step.
   auto checkpoint = [&] {
