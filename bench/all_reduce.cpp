@@ -1,7 +1,7 @@
 // All-reduce bandwidth of ignis::distributed on CPU tensors, run under mpirun (e.g.
-// `mpirun -np 2 bench/all_reduce`): float32 sums of 4 KiB to 100 MiB through Ignis (MPI's
-// nonblocking MPI_Iallreduce behind a Work) and, as the peer in the same run, a plain blocking
-// MPI_Allreduce on the same buffer. Rank 0 prints one JSON line per size and engine: median
+// `mpirun -np 2 bench/all_reduce`): float32 sums of 4 KiB to 100 MiB through Ignis (a blocking
+// MPI_Allreduce on the group's worker thread behind a Work, Note [MPI worker threads]) and, as
+// the peer in the same run, a plain blocking MPI_Allreduce on the same buffer. Rank 0 prints one JSON line per size and engine: median
 // seconds, algorithm bandwidth (bytes / time) and bus bandwidth (x 2(n-1)/n, the bytes each
 // rank sends and receives in a ring; the nccl-tests convention). all_reduce.py is the PyTorch
 // (gloo) peer.

@@ -43,11 +43,12 @@ std::string checksum(const ig::nn::StateDict& tensors) {
 // Testing only (tests/cli/train_crash.sh): with IGNIS_TEST_CHECKPOINT_PAUSE=FILE the writer,
 // once the new checkpoint is complete but before it replaces the old one, creates FILE and
 // waits (at most a minute) until FILE is removed — so a test can kill the process at exactly
-// the moment a torn checkpoint would be most likely.
+// the moment a torn checkpoint would be most likely. FILE holds the writer's process id
+// (under mpirun the test kills that rank, not the launcher).
 void pause_for_test() {
   const char* marker = std::getenv("IGNIS_TEST_CHECKPOINT_PAUSE");
   if (marker == nullptr || *marker == '\0') return;
-  std::ofstream(marker) << "paused\n";
+  std::ofstream(marker) << ::getpid() << "\n";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (fs::exists(marker) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -28,6 +28,7 @@ const std::set<std::string> kRecordedOnly = {
     "val-size",
     "test-size",
     "parameters",
+    "ranks",
     "ignis-version",
     "started-at"};
 

@@ -19,17 +19,22 @@ std::unique_ptr<ig::data::DataLoader> make_eval_loader(
     int64_t batch_size,
     int workers,
     const ig::Device& device,
-    uint64_t seed) {
+    uint64_t seed,
+    const Ranks& ranks) {
+  std::shared_ptr<const ig::data::Sampler> shard;
+  if (ranks.distributed()) shard = std::make_shared<ShardSampler>(set->size(), ranks);
   return std::make_unique<ig::data::DataLoader>(
       set,
       ig::data::DataLoaderOptions{
           .batch_size = batch_size,
+          .sampler = shard,
           .num_workers = workers,
           .device = device,
           .transform = ig::data::Compose(seed, eval_transforms(d))});
 }
 
-EvalResult evaluate(ig::nn::Module& model, ig::data::DataLoader& loader, int64_t num_classes) {
+EvalResult evaluate(
+    ig::nn::Module& model, ig::data::DataLoader& loader, int64_t num_classes, const Ranks& ranks) {
   ig::NoGradGuard no_grad;
   model.eval();
   EvalResult r(num_classes);
@@ -40,6 +45,14 @@ EvalResult evaluate(ig::nn::Module& model, ig::data::DataLoader& loader, int64_t
     r.metrics.update(logits, batch.y());
   }
   model.train();
+  if (ranks.distributed()) {  // every shard's counts and loss, summed: the whole set's
+    std::vector<int64_t> counts = r.metrics.counts();
+    std::vector<double> loss_sum{loss};
+    sum_across_ranks(ranks, counts);
+    sum_across_ranks(ranks, loss_sum);
+    r.metrics.set_counts(counts);
+    loss = loss_sum[0];
+  }
   r.n = r.metrics.num_samples();
   if (r.n) {
     r.loss = loss / double(r.n);

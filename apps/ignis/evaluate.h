@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "data_parallel.h"
 #include "train_data.h"
 
 namespace ignis_cli {
@@ -27,18 +28,25 @@ struct EvalResult {
 /// inserts its augmentation between the two).
 std::vector<std::shared_ptr<ignis::data::BatchTransform>> eval_transforms(const TrainData& d);
 
-/// An unshuffled loader over `set` with eval_transforms(d), delivering to `device`.
+/// An unshuffled loader over `set` with eval_transforms(d), delivering to `device`; over this
+/// rank's ShardSampler share when `ranks` is distributed.
 std::unique_ptr<ignis::data::DataLoader> make_eval_loader(
     ignis::data::DatasetPtr set,
     const TrainData& d,
     int64_t batch_size,
     int workers,
     const ignis::Device& device,
-    uint64_t seed);
+    uint64_t seed,
+    const Ranks& ranks = {});
 
 /// Loss, accuracy, top-5 and the confusion counts of `model` over `loader` (in eval mode;
-/// the model is put back in train mode afterwards).
-EvalResult evaluate(ignis::nn::Module& model, ignis::data::DataLoader& loader, int64_t num_classes);
+/// the model is put back in train mode afterwards). With distributed `ranks` each rank passes
+/// its shard's loader and every rank gets the result over all shards (a collective).
+EvalResult evaluate(
+    ignis::nn::Module& model,
+    ignis::data::DataLoader& loader,
+    int64_t num_classes,
+    const Ranks& ranks = {});
 
 /// "accuracy 91.20%  top-5 99.80%  loss 0.2512" (top-5 only with more than 5 classes).
 std::string format_summary(const EvalResult& r);

@@ -190,6 +190,11 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       ->check(CLI::IsMember({"off", "bf16", "fp16"}))
       ->capture_default_str();
   train.add_flag(
+      "--sync-bn",
+      o.sync_bn,
+      "Under mpirun: batch-norm statistics over the whole global batch (all processes) instead "
+      "of each process's share (SyncBatchNorm); no effect with one process");
+  train.add_flag(
       "--detect-anomaly",
       o.detect_anomaly,
       "With a non-finite gradient, also name the first parameter (in registration order) "

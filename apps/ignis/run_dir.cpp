@@ -16,8 +16,9 @@ using nlohmann::json;
 namespace ignis_cli {
 
 bool is_run_control_key(const std::string& key) {
+  // "ranks": a checkpoint holds the global state, so any number of processes may resume it.
   return key == "started_at" || key == "out" || key == "workers" || key == "detect_anomaly" ||
-         key == "checkpoint_every";
+         key == "checkpoint_every" || key == "ranks";
 }
 
 std::string config_difference(const json& saved, const json& given) {

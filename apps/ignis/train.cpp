@@ -3,7 +3,9 @@
 // the test set and writes the run directory. Data reading and splitting are in
 // train_data.cpp, the device and model in model_setup.cpp, evaluation in evaluate.cpp, the
 // metrics tables in report.cpp, the run directory in run_dir.cpp, the checkpoint (resume,
-// SIGINT/SIGTERM) in checkpoint.cpp, --config in config_file.cpp.
+// SIGINT/SIGTERM) in checkpoint.cpp, --config in config_file.cpp. Under `mpirun -np N` the
+// ranks share the work (data_parallel.h): sharded batches, DistributedDataParallel, metrics
+// summed over the ranks, rank 0 alone printing and writing the run directory.
 //
 // Default recipe (no flags, CPU): SmallCNN on Fashion-MNIST, 8 epochs, batch 128, SGD with
 // Nesterov momentum 0.9, weight decay 5e-4, one-cycle lr peaking at 0.05 — chosen to finish
@@ -22,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.h"
+#include "data_parallel.h"
 #include "evaluate.h"
 #include "model_setup.h"
 #include "options.h"
@@ -112,7 +115,7 @@ std::string timestamp() {
 }
 
 // Options the user left to the recipe, filled in for the chosen device.
-void resolve_defaults(TrainOptions& o, const ig::Device& device) {
+void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ranks) {
   if (o.model.empty())
     o.model = o.data.rfind("csv:", 0) == 0 ? "mlp" : device.is_cuda() ? "resnet18" : "cnn";
   if (o.epochs == 0) o.epochs = 8;
@@ -120,12 +123,24 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device) {
   if (o.optimizer != "sgd" || o.momentum == 0)
     o.nesterov = false;  // Nesterov is SGD's, needs momentum
   if (o.out.empty()) o.out = fmt::format("runs/{}-{}-{}", o.model, data_label(o.data), timestamp());
-  if (o.batch_size % o.accumulate != 0)
+  if (o.batch_size % ranks.size != 0)
     throw UsageError(fmt::format(
-        "--accumulate {} does not divide --batch-size {}; --batch-size is the samples per "
-        "optimizer step, split into {} equal micro-batches",
-        o.accumulate,
+        "--batch-size {} cannot be split evenly over {} processes; --batch-size is the global "
+        "batch, give a multiple of {}",
         o.batch_size,
+        ranks.size,
+        ranks.size));
+  const int64_t per_rank = o.batch_size / ranks.size;
+  if (per_rank % o.accumulate != 0)
+    throw UsageError(fmt::format(
+        "--accumulate {} does not divide the batch of {} samples{}; --batch-size is the "
+        "samples per optimizer step, split into {} equal micro-batches",
+        o.accumulate,
+        per_rank,
+        ranks.distributed() ? fmt::format(" per process (--batch-size {} over {} processes)",
+                                          o.batch_size,
+                                          ranks.size)
+                            : std::string(),
         o.accumulate));
 }
 
@@ -137,14 +152,23 @@ struct StepResult {
   std::string bad_param;  ///< with --detect-anomaly: first non-finite gradient
 };
 
+// `ddp` (when distributed) is `model`'s wrapper: micro-batches before the last one skip its
+// gradient reduction, the last one reduces the accumulated sum once.
 StepResult forward_backward(
-    ig::nn::Module& model, ig::data::Batch& batch, const TrainOptions& o, const TrainAmp& amp) {
+    ig::nn::Module& model,
+    ig::nn::DistributedDataParallel* ddp,
+    ig::data::Batch& batch,
+    const TrainOptions& o,
+    const TrainAmp& amp,
+    int64_t micro) {
   const ig::Tensor& x = batch.x();
   const ig::Tensor& y = batch.y();
-  const int64_t n = batch.size(), micro = o.batch_size / o.accumulate;
+  const int64_t n = batch.size();
   StepResult r;
   for (int64_t lo = 0; lo < n; lo += micro) {
     const int64_t len = std::min(micro, n - lo);
+    std::optional<ig::nn::DistributedDataParallel::NoSyncGuard> local_only;
+    if (ddp && lo + len < n) local_only.emplace(*ddp);
     const ig::Tensor xs = len == n ? x : x.narrow(0, lo, len);
     const ig::Tensor ys = len == n ? y : y.narrow(0, lo, len);
     ig::Tensor logits, loss;
@@ -183,9 +207,28 @@ StepResult forward_backward(
   return r;
 }
 
+// The running sums of the epoch in progress over every rank: loss, correct, samples seen.
+struct EpochSums {
+  double loss = 0, correct = 0;
+  int64_t seen = 0;
+};
+EpochSums epoch_sums(const TrainState& st, const Ranks& ranks) {
+  std::vector<double> v{
+      st.loss_sum.defined() ? st.loss_sum.item<double>() : 0.0,
+      st.correct_sum.defined() ? st.correct_sum.item<double>() : 0.0,
+      double(st.seen)};
+  sum_across_ranks(ranks, v);
+  return {v[0], v[1], int64_t(std::llround(v[2]))};
+}
+
 nlohmann::json config_json(
-    const TrainOptions& o, const ig::Device& device, const TrainData& d, int64_t params) {
+    const TrainOptions& o,
+    const ig::Device& device,
+    const TrainData& d,
+    int64_t params,
+    const Ranks& ranks) {
   return {
+      {"ranks", ranks.size},
       {"model", o.model},
       {"data", o.data},
       {"data_dir", d.data_dir},
@@ -211,6 +254,7 @@ nlohmann::json config_json(
       {"early_stop", o.early_stop},
       {"on_nonfinite", o.on_nonfinite},
       {"detect_anomaly", o.detect_anomaly},
+      {"sync_bn", o.sync_bn},
       {"checkpoint_every", o.checkpoint_every},
       {"amp", o.amp},
       {"classes", d.classes},
@@ -230,8 +274,10 @@ int run_train(TrainOptions o) {
   const auto run_start = Clock::now();
   const bool resuming = !o.resume.empty();
   std::string why;
-  const ig::Device device = resolve_device(o.device, why);
-  resolve_defaults(o, device);
+  ig::Device device = resolve_device(o.device, why);
+  const Ranks ranks = join_job(device);
+  resolve_defaults(o, device, ranks);
+  const int64_t rank_batch = o.batch_size / ranks.size;
   TrainData d = load_train_data(o);
   const int64_t num_classes = int64_t(d.classes.size());
   if (o.early_stop > 0 && d.val->size() == 0)
@@ -240,6 +286,13 @@ int run_train(TrainOptions o) {
         "(e.g. 0.7,0.1,0.2)");
 
   fmt::print("device  {} ({})\n", device.str(), why);
+  if (ranks.distributed())
+    fmt::print(
+        "ranks   {} processes (mpirun), data-parallel: batch {} = {} x {} per process\n",
+        ranks.size,
+        o.batch_size,
+        ranks.size,
+        rank_batch);
   fmt::print(
       "data    {}: {} classes, {}x{}x{} images; train {}, validation {}, test {}\n",
       o.data,
@@ -267,16 +320,27 @@ int run_train(TrainOptions o) {
     if (d.channels == 3) train_tf.push_back(std::make_shared<ig::data::RandomHorizontalFlip>());
   }
   train_tf.push_back(eval_tf.back());
+  // Several processes: each takes its share of every epoch's shuffled order (see
+  // data_parallel.h), padded so all ranks take the same number of steps.
+  std::shared_ptr<const ig::data::Sampler> train_share;
+  if (ranks.distributed())
+    train_share = std::make_shared<ig::data::DistributedSampler>(
+        d.train->size(),
+        ig::data::DistributedSamplerOptions{
+            .num_replicas = ranks.size, .rank = ranks.rank, .shuffle = true, .seed = o.seed});
   ig::data::DataLoader train_loader(
       d.train,
-      {.batch_size = o.batch_size,
+      {.batch_size = rank_batch,
        .shuffle = true,
        .seed = o.seed,
+       .sampler = train_share,
        .num_workers = o.workers,
        .device = device,
        .transform = ig::data::Compose(o.seed, train_tf)});
-  auto val_loader = make_eval_loader(d.val, d, 2 * o.batch_size, o.workers, device, o.seed);
-  auto test_loader = make_eval_loader(d.test, d, 2 * o.batch_size, o.workers, device, o.seed);
+  auto val_loader =
+      make_eval_loader(d.val, d, 2 * rank_batch, o.workers, device, o.seed, ranks);
+  auto test_loader =
+      make_eval_loader(d.test, d, 2 * rank_batch, o.workers, device, o.seed, ranks);
 
   auto optimizer = make_optimizer(o, model->parameters());
   const int64_t steps_per_epoch = train_loader.size();
@@ -298,10 +362,26 @@ int run_train(TrainOptions o) {
   TrainAmp amp(o.amp);
   fmt::print("amp     {}\n", amp.describe());
 
-  const nlohmann::json config = config_json(o, device, d, params);
-  RunDir run(o.out, config, resuming);
-  const std::string ckpt = run.file("checkpoint.safetensors");
-  fmt::print("run     {}\n", run.path());
+  const nlohmann::json config = config_json(o, device, d, params, ranks);
+  // Rank 0 alone owns the run directory; the others learn whether it could be used.
+  std::optional<RunDir> run;
+  std::string run_error;
+  if (ranks.leader()) {
+    try {
+      run.emplace(o.out, config, resuming);
+    } catch (const UsageError& e) {
+      if (!ranks.distributed()) throw;
+      run_error = e.what();
+    }
+  }
+  if (!all_ranks_agree(ranks, run_error.empty()))
+    throw UsageError(
+        ranks.leader() ? run_error
+                       : fmt::format("rank {}: rank 0 refused --out {} (its message says why)",
+                                     ranks.rank,
+                                     o.out));
+  const std::string ckpt = o.out + "/checkpoint.safetensors";
+  fmt::print("run     {}\n", o.out);
 
   TrainState st;
   auto progress_text = [&] {
@@ -309,13 +389,13 @@ int run_train(TrainOptions o) {
                    : fmt::format("after epoch {}", st.epoch);
   };
   if (resuming) {
-    Checkpoint c = read_checkpoint(ckpt, run.path());
+    Checkpoint c = read_checkpoint(ckpt, o.out);
     const std::string diff = config_difference(c.config, config);
     if (!diff.empty())
       throw UsageError(fmt::format(
           "--resume {}: checkpoint.safetensors belongs to another run ({}); start again with "
           "another --out",
-          run.path(),
+          o.out,
           diff));
     try {
       model->load_state_dict(c.model);
@@ -327,38 +407,66 @@ int run_train(TrainOptions o) {
     } catch (const ig::Error& e) {
       throw UsageError(fmt::format(
           "--resume {}: checkpoint.safetensors does not fit this model and optimizer ({})",
-          run.path(),
+          o.out,
           e.what()));
     }
     ig::default_generator().manual_seed(c.rng_seed);
     ig::default_generator().set_offset(c.rng_offset);
     st = std::move(c.state);
-    run.write_metrics(st.history);  // drops an epoch logged after the checkpoint was written
+    // The checkpoint holds the sums of the epoch in progress over all ranks (of however many
+    // there were): rank 0 carries them on, the others start from zero.
+    if (!ranks.leader()) {
+      st.loss_sum = st.correct_sum = ig::Tensor();
+      st.seen = 0;
+    }
+    if (run) run->write_metrics(st.history);  // drops an epoch logged after the checkpoint
     fmt::print("resume  {}\n", progress_text());
   }
+  // The model is wrapped after any resume has loaded its weights (the wrapper then copies
+  // rank 0's to every rank); `trained` is what the training steps call.
+  std::unique_ptr<ig::nn::DistributedDataParallel> ddp;
+  if (ranks.distributed()) {
+    if (o.sync_bn) ig::nn::convert_sync_batchnorm(*model);
+    ddp = std::make_unique<ig::nn::DistributedDataParallel>(*model);
+  }
+  ig::nn::Module& trained = ddp ? static_cast<ig::nn::Module&>(*ddp) : *model;
+  // A collective when distributed: every rank calls it at the same step.
   auto checkpoint = [&] {
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
     st.grad_scaler = amp.scaler().state_dict();
-    save_checkpoint(ckpt, st, *model, *optimizer, config);
+    if (!ranks.distributed()) return save_checkpoint(ckpt, st, *model, *optimizer, config);
+    // The global state, so that any number of ranks can resume it.
+    TrainState global = st;
+    if (st.step > 0) {
+      const EpochSums g = epoch_sums(st, ranks);
+      global.loss_sum = ig::scalar_tensor(g.loss, {ig::kFloat32, device});
+      global.correct_sum = ig::scalar_tensor(int64_t(std::llround(g.correct)), {ig::kInt64, device});
+      global.seen = g.seen;
+    }
+    if (ranks.leader()) save_checkpoint(ckpt, global, *model, *optimizer, config);
   };
   auto early_stopped = [&] {
     return o.early_stop > 0 && st.epoch > 0 && st.epoch - st.best_epoch >= o.early_stop;
   };
   // SIGINT/SIGTERM: the current step finishes, a checkpoint is written, then exit 128 + signal.
+  // Under mpirun a signal to any rank stops all of them at the same step.
   auto interrupted = [&] {
     checkpoint();
     std::fflush(stdout);
+    const int sig = stop_signal() ? stop_signal() : SIGTERM;
+    if (!ranks.leader()) return 128 + sig;
     fmt::print(
         stderr,
         "ignis: interrupted ({}) {}; checkpoint saved, continue with: ignis train --resume {}\n",
-        stop_signal() == SIGINT ? "SIGINT" : "SIGTERM",
+        sig == SIGINT ? "SIGINT" : "SIGTERM",
         progress_text(),
-        run.path());
-    return 128 + stop_signal();
+        o.out);
+    return 128 + sig;
   };
   install_stop_handlers();
 
-  const bool tty = isatty(STDOUT_FILENO) != 0;
+  // Under mpirun the log is written at fixed steps (every rank must join its sums).
+  const bool tty = !ranks.distributed() && isatty(STDOUT_FILENO) != 0;
   const int64_t log_every = std::max<int64_t>(1, (steps_per_epoch + 4) / 5);
   model->train();
   for (int64_t epoch = st.epoch + 1; epoch <= o.epochs && !early_stopped(); ++epoch) {
@@ -373,8 +481,16 @@ int run_train(TrainOptions o) {
         continue;
       }
       optimizer->zero_grad();
-      StepResult r = forward_backward(*model, batch, o, amp);
+      StepResult r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
       ++step;
+      bool stop_now = stop_signal() != 0;
+      if (ranks.distributed()) {  // every rank takes or skips the step, or stops, together
+        std::vector<int64_t> flags{r.finite ? 0 : 1, r.loss_finite ? 0 : 1, stop_now ? 1 : 0};
+        sum_across_ranks(ranks, flags);
+        r.finite = flags[0] == 0;
+        r.loss_finite = flags[1] == 0;
+        stop_now = flags[2] > 0;
+      }
       if (!r.finite && o.on_nonfinite == "stop")
         throw UsageError(fmt::format(
             "non-finite {} at epoch {} step {}{}; lower --lr, or pass --on-nonfinite skip to "
@@ -394,18 +510,20 @@ int run_train(TrainOptions o) {
       }
       if (!schedule.empty()) schedule.back()->step();
       st.step = step;
-      window_samples += batch.size();
-      if (st.seen > 0 && (step % log_every == 0 || step == steps_per_epoch || tty)) {
+      window_samples += batch.size() * ranks.size;
+      if (step % log_every == 0 || step == steps_per_epoch || tty) {
         const double dt = seconds_since(window_start);
-        if (!tty || dt > 0.5 || step == steps_per_epoch) {
+        const EpochSums sums =
+            !tty || dt > 0.5 || step == steps_per_epoch ? epoch_sums(st, ranks) : EpochSums{};
+        if (sums.seen > 0) {
           const std::string line = fmt::format(
               "epoch {}/{}  step {}/{}  loss {:.4f}  acc {:.2f}%  {:.0f} samples/s",
               epoch,
               o.epochs,
               step,
               steps_per_epoch,
-              st.loss_sum.item<double>() / double(st.seen),
-              100.0 * st.correct_sum.item<double>() / double(st.seen),
+              sums.loss / double(sums.seen),
+              100.0 * sums.correct / double(sums.seen),
               double(window_samples) / std::max(dt, 1e-9));
           if (tty)
             fmt::print("\r{:<90}", line);
@@ -417,17 +535,18 @@ int run_train(TrainOptions o) {
         }
       }
       if (step < steps_per_epoch) {
-        if (stop_signal()) return interrupted();
+        if (stop_now) return interrupted();
         const int64_t global = (epoch - 1) * steps_per_epoch + step;
         if (o.checkpoint_every > 0 && global % o.checkpoint_every == 0) checkpoint();
       }
     }
     if (tty) fmt::print("\n");
-    const double seen = double(std::max<int64_t>(st.seen, 1));
-    const double train_loss = st.seen ? st.loss_sum.item<double>() / seen : NAN;
-    const double train_acc = st.seen ? st.correct_sum.item<double>() / seen : NAN;
+    const EpochSums sums = epoch_sums(st, ranks);
+    const double seen = double(std::max<int64_t>(sums.seen, 1));
+    const double train_loss = sums.seen ? sums.loss / seen : NAN;
+    const double train_acc = sums.seen ? sums.correct / seen : NAN;
     const double train_time = seconds_since(epoch_start);
-    EvalResult val = evaluate(*model, *val_loader, num_classes);
+    EvalResult val = evaluate(*model, *val_loader, num_classes, ranks);
     const double epoch_time = seconds_since(epoch_start);
     const double lr = optimizer->param_groups()[0].get("lr");
     // Best by validation accuracy; without a validation part, the last epoch.
@@ -463,13 +582,13 @@ int run_train(TrainOptions o) {
          {"lr", lr},
          {"skipped_steps", st.skipped},
          {"epoch_time_s", epoch_time},
-         {"train_samples_per_s", double(st.seen) / std::max(train_time, 1e-9)}});
-    run.write_metrics(st.history);
+         {"train_samples_per_s", double(sums.seen) / std::max(train_time, 1e-9)}});
+    if (run) run->write_metrics(st.history);
     st.epoch = epoch;
     st.step = st.seen = st.skipped = 0;
     st.loss_sum = st.correct_sum = ig::Tensor();
     checkpoint();
-    if (stop_signal()) return interrupted();
+    if (!all_ranks_agree(ranks, stop_signal() == 0)) return interrupted();
     if (early_stopped())
       fmt::print(
           "early stop: no better validation accuracy for {} epochs (best epoch {})\n",
@@ -478,7 +597,7 @@ int run_train(TrainOptions o) {
   }
 
   model->load_state_dict(st.best);
-  EvalResult test = evaluate(*model, *test_loader, num_classes);
+  EvalResult test = evaluate(*model, *test_loader, num_classes, ranks);
   fmt::print(
       "\ntest set ({} samples, best epoch {}): {}\n\n{}",
       test.n,
@@ -497,11 +616,15 @@ int run_train(TrainOptions o) {
   if (num_classes > 5) final_rec["test_top5_accuracy"] = test.top5;
   std::vector<nlohmann::json> records = st.history;
   records.push_back(final_rec);
-  run.write_metrics(records);
-
-  ig::save(*model, run.file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
-  fmt::print("\nsaved   {}\n", run.file("model.safetensors"));
-  fmt::print("report  {}\n", write_html_report(run.path()));
+  if (run) {
+    run->write_metrics(records);
+    ig::save(*model, run->file("model.safetensors"), {{"model", o.model}, {"data", o.data}});
+    fmt::print("\nsaved   {}\n", run->file("model.safetensors"));
+    fmt::print("report  {}\n", write_html_report(run->path()));
+  }
+  // The others wait for rank 0's files, so the job ends once the run directory is complete.
+  all_ranks_agree(ranks, true);
+  leave_job(ranks);
   fmt::print("done in {:.1f}s\n", seconds_since(run_start));
   return 0;
 }

@@ -28,6 +28,13 @@ class ClassificationMetrics {
   void update(const Tensor& scores, const Tensor& targets);
   /// Forgets every sample.
   void reset();
+  /// Every count as one flat vector (sample counts, confusion matrix, target-rank histogram).
+  /// Counts add: the element-wise sum of two objects' counts() is the counts() of one object
+  /// that saw both sets of samples — how processes that each evaluated a shard combine.
+  std::vector<int64_t> counts() const;
+  /// Replaces every count with `counts` (as counts() returns them, possibly summed).
+  /// Throws ValueError when its length does not fit num_classes().
+  void set_counts(const std::vector<int64_t>& counts);
 
   int64_t num_classes() const { return num_classes_; }
   int64_t num_samples() const { return num_samples_; }

@@ -122,6 +122,30 @@ void ClassificationMetrics::update(const Tensor& scores, const Tensor& targets) 
   if (has_scores) logit_samples_ += n;
 }
 
+std::vector<int64_t> ClassificationMetrics::counts() const {
+  std::vector<int64_t> out{num_samples_, logit_samples_};
+  out.insert(out.end(), confusion_.begin(), confusion_.end());
+  out.insert(out.end(), rank_counts_.begin(), rank_counts_.end());
+  return out;
+}
+
+void ClassificationMetrics::set_counts(const std::vector<int64_t>& counts) {
+  const size_t want = 2 + confusion_.size() + rank_counts_.size();
+  IGNIS_CHECK(
+      counts.size() == want,
+      ValueError,
+      "[ClassificationMetrics::set_counts] {} counts given; {} classes need {}",
+      counts.size(),
+      num_classes_,
+      want);
+  num_samples_ = counts[0];
+  logit_samples_ = counts[1];
+  auto it = counts.begin() + 2;
+  std::copy(it, it + int64_t(confusion_.size()), confusion_.begin());
+  it += int64_t(confusion_.size());
+  std::copy(it, it + int64_t(rank_counts_.size()), rank_counts_.begin());
+}
+
 double ClassificationMetrics::accuracy() const {
   int64_t correct = 0;
   for (int64_t c = 0; c < num_classes_; ++c) correct += confusion_[c * num_classes_ + c];

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ignis/autograd.h"
+#include "nn/sync_batch_norm.h"
 #include "ignis/nn/init.h"
 #include "ignis/ops.h"
 
@@ -165,6 +166,7 @@ Tensor BatchNorm::forward(const Tensor& x) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(1);
   }
+  if (use_batch_stats && sync_group) return detail::sync_batch_norm(*this, x);
   return batch_norm(x, config.track_running_stats ? running_mean : Tensor(),
                     config.track_running_stats ? running_var : Tensor(), weight, bias,
                     use_batch_stats, config.momentum, config.eps);

@@ -127,6 +127,32 @@ TEST(Metrics, LogitsTopKAndStreaming) {
   EXPECT_DOUBLE_EQ(one.top_k_accuracy(1), one.accuracy());
 }
 
+// Two shards evaluated apart, their counts() summed element-wise and loaded into a third
+// object, give what one object fed every sample gives (how ranks combine their evaluations).
+TEST(Metrics, SummedCountsOfShardsEqualOnePass) {
+  Batch b = random_batch(90, 7);
+  ClassificationMetrics whole(C), first(C), second(C), merged(C);
+  whole.update(tensor<float>(b.logits, Shape{90, C}), tensor<int64_t>(b.target));
+  auto part = [&](ClassificationMetrics& m, int64_t lo, int64_t hi) {
+    std::vector<float> l(b.logits.begin() + lo * C, b.logits.begin() + hi * C);
+    std::vector<int64_t> t(b.target.begin() + lo, b.target.begin() + hi);
+    m.update(tensor<float>(l, Shape{hi - lo, C}), tensor<int64_t>(t));
+  };
+  part(first, 0, 37);
+  part(second, 37, 90);
+  std::vector<int64_t> sum = first.counts();
+  const std::vector<int64_t> other = second.counts();
+  ASSERT_EQ(sum.size(), other.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
+  merged.set_counts(sum);
+  EXPECT_EQ(merged.num_samples(), 90);
+  EXPECT_TRUE(equal(whole.confusion_matrix(), merged.confusion_matrix()));
+  EXPECT_EQ(whole.top_k_accuracy(2), merged.top_k_accuracy(2));
+  EXPECT_EQ(whole.format_report(), merged.format_report());
+  sum.pop_back();
+  EXPECT_THROW(merged.set_counts(sum), ValueError);
+}
+
 TEST(Metrics, TiesAndEmptyAndErrors) {
   ClassificationMetrics m(3);
   EXPECT_EQ(m.accuracy(), 0.0);

@@ -5,10 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ignis/nn/module.h"
 #include "ignis/nn_ops.h"
+
+namespace ignis::distributed {
+class ProcessGroup;
+}
 
 namespace ignis::nn {
 
@@ -81,7 +86,9 @@ struct BatchNormConfig {
 /// Batch normalisation over dim 1 of [N, C] or [N, C, L] (BatchNorm1d) and [N, C, H, W]
 /// (BatchNorm2d): weight (ones), bias (zeros), running_mean (zeros), running_var (ones),
 /// num_batches_tracked (int64 0). Training mode uses batch statistics and updates the running
-/// ones; eval mode uses the running ones (batch statistics when not tracked).
+/// ones; eval mode uses the running ones (batch statistics when not tracked). With sync_group
+/// set (SyncBatchNorm, convert_sync_batchnorm in ignis/nn/parallel.h) the batch statistics
+/// are those of the batches of all the group's ranks together.
 class BatchNorm : public Module {
  public:
   BatchNorm(int64_t num_features, const BatchNormConfig& config, int64_t expected_dims_lo,
@@ -95,6 +102,8 @@ class BatchNorm : public Module {
   int64_t num_features;
   BatchNormConfig config;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  /// The ranks whose batches share statistics in training mode; null: this process alone.
+  std::shared_ptr<distributed::ProcessGroup> sync_group;
 
  private:
   void init();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ignis/distributed.h"
+#include "ignis/nn/conv.h"
 #include "ignis/nn/module.h"
 
 namespace ignis::nn {
@@ -75,5 +76,32 @@ class DistributedDataParallel : public Module {
   DistributedDataParallelOptions options_;
   std::shared_ptr<detail::Reducer> reducer_;
 };
+
+/// Batch normalisation whose training-mode statistics are those of the batches of all ranks
+/// together (PyTorch's SyncBatchNorm): the mean and variance are all-reduced in forward, and
+/// backward all-reduces the two per-channel gradient sums the input gradient needs, so each
+/// rank's outputs and gradients equal those of one BatchNorm over the concatenated batch
+/// (weight and bias gradients summed over the ranks, as DDP does before averaging). Running
+/// statistics are updated identically on every rank. Inputs [N, C] to [N, C, D, H, W]; the
+/// ranks' batch sizes may differ. Every forward in training mode is a collective of `group`
+/// (default: a duplicate of the default group, so its collectives never mix with DDP's).
+/// Eval mode uses the running statistics and communicates nothing.
+class SyncBatchNorm : public BatchNorm {
+ public:
+  explicit SyncBatchNorm(int64_t num_features, const BatchNormConfig& config = {},
+                         std::shared_ptr<distributed::ProcessGroup> group = nullptr);
+  SyncBatchNorm(Module* parent, std::string name, int64_t num_features,
+                const BatchNormConfig& config = {},
+                std::shared_ptr<distributed::ProcessGroup> group = nullptr);
+};
+
+/// Makes every BatchNorm in the tree under `root` synchronise over `group` (default: one
+/// duplicate of the default group, shared by all of them) — PyTorch's convert_sync_batchnorm.
+/// Modules are members of their parents here (Note [Module registration by pointer]), so the
+/// BatchNorm objects are kept and given the group rather than replaced; their parameters,
+/// buffers and state-dict keys are unchanged. Returns how many were converted. Call it on
+/// every rank before wrapping the model in DistributedDataParallel.
+int64_t convert_sync_batchnorm(Module& root,
+                               std::shared_ptr<distributed::ProcessGroup> group = nullptr);
 
 }  // namespace ignis::nn
