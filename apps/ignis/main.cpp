@@ -4,8 +4,8 @@
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
 //     same way, with its "[component]" message, and also exits 2; so is any other exception.
-// The work is in train.cpp (train), eval.cpp (eval), bench.cpp (bench) and devices.cpp
-// (devices).
+// The work is in train.cpp (train), eval.cpp (eval), predict.cpp (predict), bench.cpp (bench)
+// and devices.cpp (devices).
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 
@@ -239,6 +239,31 @@ void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
       ->capture_default_str();
 }
 
+void add_predict_options(CLI::App& predict, ignis_cli::PredictOptions& o) {
+  predict
+      .add_option(
+          "run",
+          o.run,
+          "Run directory of 'ignis train' (config.json, model.safetensors), or a model file "
+          "whose directory holds the run's config.json")
+      ->required();
+  predict
+      .add_option(
+          "images",
+          o.images,
+          "PNG/JPEG files, and directories searched recursively for .png/.jpg/.jpeg files. "
+          "Each is resized and cropped to the run's input as in training; any unreadable "
+          "image stops the command before anything is printed")
+      ->required();
+  predict.add_option("--top-k", o.top_k, "Classes shown per image (at most the run's classes)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  predict.add_option("--format", o.format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  predict.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+}
+
 void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
   bench.add_option("--model", o.models, "Models, comma-separated: mlp, cnn, resnet18")
       ->delimiter(',')
@@ -267,6 +292,10 @@ int main(int argc, char** argv) {
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate a run's (or a weights file's) model on the test, validation or train part");
   add_eval_options(*eval, eval_opts);
+  ignis_cli::PredictOptions predict_opts;
+  CLI::App* predict = app.add_subcommand(
+      "predict", "Top-k classes with probabilities of image files under a trained run's model");
+  add_predict_options(*predict, predict_opts);
   ignis_cli::BenchOptions bench_opts;
   CLI::App* bench = app.add_subcommand(
       "bench", "Training and inference throughput on the CPU and each GPU, with TFLOP/s");
@@ -281,7 +310,7 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return fail(fmt::format(
-        "unknown command '{}'; use 'ignis train', 'eval', 'bench' or 'devices'", argv[1]));
+        "unknown command '{}'; use 'ignis train', 'eval', 'predict', 'bench' or 'devices'", argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -303,6 +332,7 @@ int main(int argc, char** argv) {
       return ignis_cli::run_train(train_opts);
     }
     if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
+    if (predict->parsed()) return ignis_cli::run_predict(predict_opts);
     if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {

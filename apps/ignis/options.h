@@ -67,6 +67,15 @@ struct EvalOptions {
   int workers = 0;
 };
 
+/// `ignis predict`: the top-k classes of image files under a run's model.
+struct PredictOptions {
+  std::string run;                  ///< run directory, or a model file beside its config.json
+  std::vector<std::string> images;  ///< image files and directories of them
+  int64_t top_k = 5;                ///< at most the number of classes
+  std::string format = "table";     ///< table, csv or json
+  std::string device = "auto";
+};
+
 /// `ignis bench`.
 struct BenchOptions {
   std::vector<std::string> models{"mlp", "cnn"};
@@ -79,6 +88,8 @@ struct BenchOptions {
 int run_train(TrainOptions options);
 /// Runs `ignis eval`.
 int run_eval(const EvalOptions& options);
+/// Runs `ignis predict`.
+int run_predict(const PredictOptions& options);
 /// Runs `ignis bench`.
 int run_bench(const BenchOptions& options);
 /// Runs `ignis devices`.
