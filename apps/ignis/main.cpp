@@ -16,6 +16,7 @@
 
 #include "config_file.h"
 #include "options.h"
+#include "out_of_memory_report.h"
 #include "train_data.h"
 
 namespace {
@@ -91,13 +92,23 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       ->capture_default_str();
   train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
   train
-      .add_option(
+      .add_option_function<std::string>(
           "--batch-size",
-          o.batch_size,
+          [&o](const std::string& v) {
+            o.batch_size_auto = v == "auto";
+            if (!o.batch_size_auto) o.batch_size = std::stoll(v);
+          },
           "Samples per optimizer step; with --accumulate N each step adds the gradients of N "
-          "micro-batches of batch-size/N, so the sample order and the step stay the same")
-      ->check(kPositiveInt)
-      ->capture_default_str();
+          "micro-batches of batch-size/N, so the sample order and the step stay the same. "
+          "auto: on a GPU the largest batch whose training step fits (trial steps, 90% of it "
+          "kept as a margin); on the CPU 128. config.json records the number chosen")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const std::string bad = v == "auto" ? std::string() : kPositiveInt(v);
+            return bad.empty() ? bad : bad + " or auto";
+          },
+          "INT>=1|auto"))
+      ->default_str("128");
   train.add_option("--optimizer", o.optimizer, "sgd, adam, adamw, rmsprop")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop"}))
       ->capture_default_str();
@@ -329,7 +340,13 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
-      return ignis_cli::run_train(train_opts);
+      if (train_opts.batch_size_auto && train_opts.accumulate > 1)
+        return fail(
+            "--batch-size auto finds the largest batch that fits in one pass, and --accumulate "
+            "is for batches larger than that: give --batch-size N with --accumulate, or drop "
+            "--accumulate");
+      return ignis_cli::run_reporting_out_of_memory(
+          [&](ignis_cli::TrainProgress& p) { return ignis_cli::run_train(train_opts, &p); });
     }
     if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
     if (predict->parsed()) return ignis_cli::run_predict(predict_opts);

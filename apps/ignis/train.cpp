@@ -21,10 +21,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "batch_size_auto.h"
 #include "checkpoint.h"
 #include "evaluate.h"
 #include "model_setup.h"
 #include "options.h"
+#include "out_of_memory_report.h"
 #include "report.h"
 #include "report_html.h"
 #include "run_dir.h"
@@ -218,7 +220,7 @@ nlohmann::json config_json(
 
 }  // namespace
 
-int run_train(TrainOptions o) {
+int run_train(TrainOptions o, TrainProgress* progress) {
   const auto run_start = Clock::now();
   const bool resuming = !o.resume.empty();
   std::string why;
@@ -244,6 +246,11 @@ int run_train(TrainOptions o) {
       d.test->size());
   fmt::print("        {}\n", d.split_note);
 
+  if (o.batch_size_auto)  // before the seed: its trial models draw random weights
+    o.batch_size = choose_batch_size(o, d, device, [&](std::vector<ig::Tensor> params) {
+      return make_optimizer(o, std::move(params));
+    });
+  if (progress) progress->batch_size = o.batch_size, progress->accumulate = o.accumulate;
   ig::manual_seed(o.seed);  // initial weights follow the seed
   std::unique_ptr<ig::nn::Module> model = make_model(o.model, d);
   model->to(device);
@@ -291,6 +298,7 @@ int run_train(TrainOptions o) {
   RunDir run(o.out, config, resuming);
   const std::string ckpt = run.file("checkpoint.safetensors");
   fmt::print("run     {}\n", run.path());
+  if (progress) progress->run_dir = run.path(), progress->steps_per_epoch = steps_per_epoch;
 
   TrainState st;
   auto progress_text = [&] {
@@ -359,6 +367,7 @@ int run_train(TrainOptions o) {
         ++step;
         continue;
       }
+      if (progress) progress->epoch = epoch, progress->step = step + 1;
       optimizer->zero_grad();
       StepResult r = forward_backward(*model, batch, o);
       ++step;
