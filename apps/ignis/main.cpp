@@ -4,8 +4,8 @@
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
 //     same way, with its "[component]" message, and also exits 2; so is any other exception.
-// The work is in train.cpp (train), eval.cpp (eval), bench.cpp (bench) and devices.cpp
-// (devices).
+// The work is in train.cpp (train), eval.cpp (eval), predict.cpp (predict), bench.cpp (bench)
+// and devices.cpp (devices).
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 
@@ -16,6 +16,7 @@
 
 #include "config_file.h"
 #include "options.h"
+#include "out_of_memory_report.h"
 #include "train_data.h"
 
 namespace {
@@ -91,13 +92,23 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       ->capture_default_str();
   train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
   train
-      .add_option(
+      .add_option_function<std::string>(
           "--batch-size",
-          o.batch_size,
+          [&o](const std::string& v) {
+            o.batch_size_auto = v == "auto";
+            if (!o.batch_size_auto) o.batch_size = std::stoll(v);
+          },
           "Samples per optimizer step; with --accumulate N each step adds the gradients of N "
-          "micro-batches of batch-size/N, so the sample order and the step stay the same")
-      ->check(kPositiveInt)
-      ->capture_default_str();
+          "micro-batches of batch-size/N, so the sample order and the step stay the same. "
+          "auto: on a GPU the largest batch whose training step fits (trial steps, 90% of it "
+          "kept as a margin); on the CPU 128. config.json records the number chosen")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const std::string bad = v == "auto" ? std::string() : kPositiveInt(v);
+            return bad.empty() ? bad : bad + " or auto";
+          },
+          "INT>=1|auto"))
+      ->default_str("128");
   train.add_option("--optimizer", o.optimizer, "sgd, adam, adamw, rmsprop")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop"}))
       ->capture_default_str();
@@ -252,6 +263,31 @@ void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
       ->capture_default_str();
 }
 
+void add_predict_options(CLI::App& predict, ignis_cli::PredictOptions& o) {
+  predict
+      .add_option(
+          "run",
+          o.run,
+          "Run directory of 'ignis train' (config.json, model.safetensors), or a model file "
+          "whose directory holds the run's config.json")
+      ->required();
+  predict
+      .add_option(
+          "images",
+          o.images,
+          "PNG/JPEG files, and directories searched recursively for .png/.jpg/.jpeg files. "
+          "Each is resized and cropped to the run's input as in training; any unreadable "
+          "image stops the command before anything is printed")
+      ->required();
+  predict.add_option("--top-k", o.top_k, "Classes shown per image (at most the run's classes)")
+      ->check(kPositiveInt)
+      ->capture_default_str();
+  predict.add_option("--format", o.format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  predict.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+}
+
 void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
   bench.add_option("--model", o.models, "Models, comma-separated: mlp, cnn, resnet18")
       ->delimiter(',')
@@ -280,6 +316,10 @@ int main(int argc, char** argv) {
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate a run's (or a weights file's) model on the test, validation or train part");
   add_eval_options(*eval, eval_opts);
+  ignis_cli::PredictOptions predict_opts;
+  CLI::App* predict = app.add_subcommand(
+      "predict", "Top-k classes with probabilities of image files under a trained run's model");
+  add_predict_options(*predict, predict_opts);
   ignis_cli::BenchOptions bench_opts;
   CLI::App* bench = app.add_subcommand(
       "bench", "Training and inference throughput on the CPU and each GPU, with TFLOP/s");
@@ -294,7 +334,7 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return fail(fmt::format(
-        "unknown command '{}'; use 'ignis train', 'eval', 'bench' or 'devices'", argv[1]));
+        "unknown command '{}'; use 'ignis train', 'eval', 'predict', 'bench' or 'devices'", argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -313,9 +353,16 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
-      return ignis_cli::run_train(train_opts);
+      if (train_opts.batch_size_auto && train_opts.accumulate > 1)
+        return fail(
+            "--batch-size auto finds the largest batch that fits in one pass, and --accumulate "
+            "is for batches larger than that: give --batch-size N with --accumulate, or drop "
+            "--accumulate");
+      return ignis_cli::run_reporting_out_of_memory(
+          [&](ignis_cli::TrainProgress& p) { return ignis_cli::run_train(train_opts, &p); });
     }
     if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
+    if (predict->parsed()) return ignis_cli::run_predict(predict_opts);
     if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
     if (devices->parsed()) return ignis_cli::run_devices();
   } catch (const ignis_cli::UsageError& e) {

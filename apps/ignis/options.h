@@ -26,6 +26,7 @@ struct TrainOptions {
   std::string split = "0.7,0.1,0.2";
   int64_t epochs = 0;  ///< 0 = the recipe's
   int64_t batch_size = 128;
+  bool batch_size_auto = false;  ///< --batch-size auto: batch_size is chosen by run_train
   std::string optimizer = "sgd";
   double lr = std::numeric_limits<double>::quiet_NaN();  ///< NaN = the optimizer's recipe lr
   double momentum = 0.9;
@@ -69,6 +70,15 @@ struct EvalOptions {
   int workers = 0;
 };
 
+/// `ignis predict`: the top-k classes of image files under a run's model.
+struct PredictOptions {
+  std::string run;                  ///< run directory, or a model file beside its config.json
+  std::vector<std::string> images;  ///< image files and directories of them
+  int64_t top_k = 5;                ///< at most the number of classes
+  std::string format = "table";     ///< table, csv or json
+  std::string device = "auto";
+};
+
 /// `ignis bench`.
 struct BenchOptions {
   std::vector<std::string> models{"mlp", "cnn"};
@@ -77,10 +87,14 @@ struct BenchOptions {
   std::string row;       ///< internal: "device,model,batch" measured in this process
 };
 
-/// Runs `ignis train`; returns the exit status.
-int run_train(TrainOptions options);
+struct TrainProgress;
+/// Runs `ignis train`; returns the exit status. `progress` (optional) is kept up to date with
+/// the batch size, run directory and step, for the out-of-memory message.
+int run_train(TrainOptions options, TrainProgress* progress = nullptr);
 /// Runs `ignis eval`.
 int run_eval(const EvalOptions& options);
+/// Runs `ignis predict`.
+int run_predict(const PredictOptions& options);
 /// Runs `ignis bench`.
 int run_bench(const BenchOptions& options);
 /// Runs `ignis devices`.

@@ -23,11 +23,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "batch_size_auto.h"
 #include "checkpoint.h"
 #include "data_parallel.h"
 #include "evaluate.h"
 #include "model_setup.h"
 #include "options.h"
+#include "out_of_memory_report.h"
 #include "report.h"
 #include "report_html.h"
 #include "run_dir.h"
@@ -270,7 +272,7 @@ nlohmann::json config_json(
 
 }  // namespace
 
-int run_train(TrainOptions o) {
+int run_train(TrainOptions o, TrainProgress* progress) {
   const auto run_start = Clock::now();
   const bool resuming = !o.resume.empty();
   std::string why;
@@ -305,6 +307,11 @@ int run_train(TrainOptions o) {
       d.test->size());
   fmt::print("        {}\n", d.split_note);
 
+  if (o.batch_size_auto)  // before the seed: its trial models draw random weights
+    o.batch_size = choose_batch_size(o, d, device, [&](std::vector<ig::Tensor> params) {
+      return make_optimizer(o, std::move(params));
+    });
+  if (progress) progress->batch_size = o.batch_size, progress->accumulate = o.accumulate;
   ig::manual_seed(o.seed);  // initial weights follow the seed
   std::unique_ptr<ig::nn::Module> model = make_model(o.model, d);
   model->to(device);
@@ -382,6 +389,7 @@ int run_train(TrainOptions o) {
                                      o.out));
   const std::string ckpt = o.out + "/checkpoint.safetensors";
   fmt::print("run     {}\n", o.out);
+  if (progress) progress->run_dir = o.out, progress->steps_per_epoch = steps_per_epoch;
 
   TrainState st;
   auto progress_text = [&] {
@@ -480,6 +488,7 @@ int run_train(TrainOptions o) {
         ++step;
         continue;
       }
+      if (progress) progress->epoch = epoch, progress->step = step + 1;
       optimizer->zero_grad();
       StepResult r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
       ++step;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "ignis/out_of_memory.h"
 
 namespace ignis::detail {
 
@@ -238,12 +239,14 @@ size_t CachingAllocator::block_size(const void* ptr) const {
 void CachingAllocator::throw_oom(size_t requested, size_t rounded, size_t seg) {
   ++stats_.ooms;
   const size_t free_bytes = raw_.free_bytes();
-  throw OutOfMemoryError(fmt::format(
-      "[{} allocator] out of memory: tried to allocate {} bytes ({:.2f} MiB; a {}-byte "
-      "segment for a {}-byte block); the device reports {} bytes free; Ignis holds {} bytes "
-      "allocated and {} bytes reserved (the cache was released and the allocation retried)",
-      label_, requested, double(requested) / (1 << 20), seg, rounded, free_bytes,
-      stats_.allocated, stats_.reserved));
+  throw AllocatorOutOfMemoryError(
+      fmt::format(
+          "[{} allocator] out of memory: tried to allocate {} bytes ({:.2f} MiB; a {}-byte "
+          "segment for a {}-byte block); the device reports {} bytes free; Ignis holds {} bytes "
+          "allocated and {} bytes reserved (the cache was released and the allocation retried)",
+          label_, requested, double(requested) / (1 << 20), seg, rounded, free_bytes,
+          stats_.allocated, stats_.reserved),
+      label_, requested, free_bytes, stats_.allocated, stats_.reserved);
 }
 
 }  // namespace ignis::detail

@@ -84,4 +84,5 @@ def main():
         sys.exit(f"unknown command {cmd}")
 
 
-main()
+if __name__ == "__main__":  # importable: predict.sh uses read()
+    main()

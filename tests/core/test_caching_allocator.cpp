@@ -8,6 +8,7 @@
 
 #include "core/caching_allocator.h"
 #include "ignis/error.h"
+#include "ignis/out_of_memory.h"
 
 namespace {
 using ignis::detail::CachingAllocator;
@@ -211,6 +212,14 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheRetriesThenThrows) {
     EXPECT_NE(msg.find("10485760 bytes free"), std::string::npos) << msg;
     EXPECT_NE(msg.find("20971520 bytes allocated and 20971520 bytes reserved"), std::string::npos)
         << msg;
+    // The same figures as numbers, for callers that report or act on them.
+    const auto* figures = dynamic_cast<const ignis::AllocatorOutOfMemoryError*>(&e);
+    ASSERT_NE(figures, nullptr);
+    EXPECT_EQ(figures->memory(), "fake");
+    EXPECT_EQ(figures->requested(), 12 * MiB);
+    EXPECT_EQ(figures->free_bytes(), 10 * MiB);
+    EXPECT_EQ(figures->allocated(), 20 * MiB);
+    EXPECT_EQ(figures->reserved(), 20 * MiB);
   }
   s = a.stats();
   EXPECT_EQ(s.ooms, 1u);
