@@ -34,6 +34,11 @@ __m256i lane_mask(int count) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + 8 - count));
 }
 
+/// ReLU that keeps NaN: lanes where !(v <= 0) keep v, the others (incl. -0) become +0.
+__m256 relu_keep_nan(__m256 v) {
+  return _mm256_and_ps(v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ));
+}
+
 struct Epilogue {
   __m256 alpha, beta;
   bool scale, read_c, relu;
@@ -42,15 +47,21 @@ struct Epilogue {
     __m256 v = scale ? _mm256_mul_ps(acc, alpha) : acc;
     if (read_c) v = _mm256_fmadd_ps(old_c, beta, v);
     v = _mm256_add_ps(v, bias);
-    // ReLU that keeps NaN: lanes where !(v <= 0) keep v, the others (incl. -0) become +0.
-    if (relu) v = _mm256_and_ps(v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ));
+    if (relu) v = relu_keep_nan(v);
     return v;
   }
 };
 
-/// One MR x nr tile (nr <= 16) at rows i0.., columns j0.. of g. kPlain: C = A @ B (alpha 1,
-/// beta 0, no bias, no ReLU), the case whose epilogue is just the stores.
-template <int MR, bool kPlain>
+/// Epilogues with their own code path (the others take the general one, which tests the
+/// options per vector).
+enum EpilogueKind : int {
+  kPlain,     // C = A @ B: alpha 1, beta 0, no bias, no ReLU
+  kBiasRelu,  // C = relu(A @ B + column bias): the fused linear layer
+  kGeneral,
+};
+
+/// One MR x nr tile (nr <= 16) at rows i0.., columns j0.. of g, finished by epilogue kKind.
+template <int MR, int kKind>
 void tile(const SmallGemm& g, const Epilogue& e, int64_t i0, int64_t j0, int nr) {
   __m256 acc[MR][2];
 #pragma GCC unroll 6
@@ -85,7 +96,23 @@ void tile(const SmallGemm& g, const Epilogue& e, int64_t i0, int64_t j0, int nr)
   // Epilogue, then store (vector stores when C's columns are contiguous, element by element
   // through the strides otherwise — the transposed orientation).
   const __m256i m0 = lane_mask(std::min(nr, 8)), m1 = lane_mask(std::max(nr - 8, 0));
-  if constexpr (kPlain) {
+  if constexpr (kKind == kBiasRelu) {
+    if (g.c_cs == 1 && nr == kNR) {
+      __m256 col0 = _mm256_setzero_ps(), col1 = _mm256_setzero_ps();
+      if (g.col_bias) {
+        col0 = _mm256_loadu_ps(g.col_bias + j0);
+        col1 = _mm256_loadu_ps(g.col_bias + j0 + 8);
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        float* c = g.c + (i0 + r) * g.c_rs + j0;
+        _mm256_storeu_ps(c, relu_keep_nan(_mm256_add_ps(acc[r][0], col0)));
+        _mm256_storeu_ps(c + 8, relu_keep_nan(_mm256_add_ps(acc[r][1], col1)));
+      }
+      return;
+    }
+  }
+  if constexpr (kKind == kPlain) {
     if (g.c_cs == 1) {
 #pragma GCC unroll 6
       for (int r = 0; r < MR; ++r) {
@@ -147,37 +174,71 @@ void tile(const SmallGemm& g, const Epilogue& e, int64_t i0, int64_t j0, int nr)
 }
 
 using TileFn = void (*)(const SmallGemm&, const Epilogue&, int64_t, int64_t, int);
-template <bool kPlain>
+template <int kKind>
 constexpr TileFn kTiles[kMR + 1] = {
     nullptr,
-    tile<1, kPlain>,
-    tile<2, kPlain>,
-    tile<3, kPlain>,
-    tile<4, kPlain>,
-    tile<5, kPlain>,
-    tile<6, kPlain>};
+    tile<1, kKind>,
+    tile<2, kKind>,
+    tile<3, kKind>,
+    tile<4, kKind>,
+    tile<5, kKind>,
+    tile<6, kKind>};
 
-template <bool kPlain>
+template <int kKind>
 void all_tiles(const SmallGemm& g, const Epilogue& e) {
   // Column panels outside, row tiles inside: a k x 16 panel of B stays in L1 while every row
   // tile of A passes over it (A is the thin operand, or small).
   for (int64_t j0 = 0; j0 < g.n; j0 += kNR) {
     const int nr = int(std::min<int64_t>(kNR, g.n - j0));
     int64_t i0 = 0;
-    for (; i0 + kMR <= g.m; i0 += kMR) tile<kMR, kPlain>(g, e, i0, j0, nr);
-    if (i0 < g.m) kTiles<kPlain>[g.m - i0](g, e, i0, j0, nr);
+    for (; i0 + kMR <= g.m; i0 += kMR) tile<kMR, kKind>(g, e, i0, j0, nr);
+    if (i0 < g.m) kTiles<kKind>[g.m - i0](g, e, i0, j0, nr);
   }
 }
 
-/// dst (rows x cols, contiguous) = src with element (i, j) at src[i * rs + j * cs].
-/// The loop runs along the source's smaller stride, so that reads are sequential.
+/// Transposes the 8 x 8 block whose rows start at in[0..7] into out[0..7] (row q of the
+/// result = column q of the block).
+void transpose8x8(const float* const in[8], float* const out[8]) {
+  __m256 r[8], t[8];
+  for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(in[q]);
+  for (int q = 0; q < 8; q += 2) {
+    t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+    t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+  }
+  for (int q = 0; q < 8; q += 4) {
+    r[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(out[q], _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+    _mm256_storeu_ps(out[q + 4], _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+  }
+}
+
+/// dst (rows x cols, contiguous) = src with element (i, j) at src[i * rs + j * cs]. A source
+/// whose rows are contiguous in memory the other way round (rs == 1: a transposed weight) is
+/// transposed in 8 x 8 register blocks; the rest is copied element by element.
 void pack(const float* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
-  if (rs < cs) {
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < rows; ++i) dst[i * cols + j] = src[i * rs + j * cs];
-  } else {
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i * rs + j * cs];
+  int64_t rows_done = 0, cols_done = 0;
+  if (rs == 1 && cs >= 8) {
+    rows_done = rows / 8 * 8, cols_done = cols / 8 * 8;
+    for (int64_t i0 = 0; i0 < rows_done; i0 += 8)
+      for (int64_t j0 = 0; j0 < cols_done; j0 += 8) {
+        const float* in[8];
+        float* out[8];
+        for (int q = 0; q < 8; ++q) {
+          in[q] = src + (j0 + q) * cs + i0;  // column j0 + q, rows i0..i0+7
+          out[q] = dst + (i0 + q) * cols + j0;
+        }
+        transpose8x8(in, out);
+      }
+  }
+  // Whatever the blocks left: the last rows % 8 rows, and the last cols % 8 columns.
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t j_begin = i < rows_done ? cols_done : 0;
+    for (int64_t j = j_begin; j < cols; ++j) dst[i * cols + j] = src[i * rs + j * cs];
   }
 }
 
@@ -190,11 +251,13 @@ void small_sgemm(const SmallGemm& g) {
   e.scale = g.alpha != 1;
   e.read_c = g.beta != 0;
   e.relu = g.relu;
-  const bool plain = !e.scale && !e.read_c && !e.relu && !g.col_bias && !g.row_bias;
-  if (plain)
-    all_tiles<true>(g, e);
+  const bool simple = !e.scale && !e.read_c && !g.row_bias;
+  if (simple && !e.relu && !g.col_bias)
+    all_tiles<kPlain>(g, e);
+  else if (simple && e.relu)
+    all_tiles<kBiasRelu>(g, e);
   else
-    all_tiles<false>(g, e);
+    all_tiles<kGeneral>(g, e);
 }
 
 SmallGemmPlan plan_small_sgemm(int64_t m, int64_t n, int64_t k, int64_t a_rs, int64_t b_cs) {
