@@ -29,26 +29,32 @@ bool linear_relu_forward(const detail::LinearReluForward& a) {
   return true;
 }
 
-/// dz and the column sums of dz over a block of `width` (<= 64) columns starting at j0: the
-/// sums stay in registers while the rows pass.
-void relu_mask_block(
-    const float* g, const float* y, float* dz, float* db, int64_t m, int64_t n, int64_t j0) {
-  constexpr int kVecs = 8;
+/// The masked gradient of rows [i0, i0 + R) (all n columns), their column sums added to db
+/// (if any). Rows are walked in order, R at a time, so that every stream is sequential and db
+/// is read and written once per R rows.
+template <int R>
+void relu_mask_rows(const float* g, const float* y, float* dz, float* db, int64_t n, int64_t i0) {
   const __m256 zero = _mm256_setzero_ps();
-  __m256 sum[kVecs];
-  for (int v = 0; v < kVecs; ++v) sum[v] = zero;
-  for (int64_t i = 0; i < m; ++i) {
-    const int64_t at = i * n + j0;
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(y + at + 8 * v), zero, _CMP_GT_OQ);
-      const __m256 d = _mm256_and_ps(_mm256_loadu_ps(g + at + 8 * v), keep);
-      _mm256_storeu_ps(dz + at + 8 * v, d);
-      sum[v] = _mm256_add_ps(sum[v], d);
+  const int64_t vec_end = n / 8 * 8;
+  int64_t j = 0;
+  for (; j < vec_end; j += 8) {
+    __m256 sum = zero;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const int64_t at = (i0 + r) * n + j;
+      const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(y + at), zero, _CMP_GT_OQ);
+      const __m256 d = _mm256_and_ps(_mm256_loadu_ps(g + at), keep);
+      _mm256_storeu_ps(dz + at, d);
+      sum = _mm256_add_ps(sum, d);
     }
+    if (db) _mm256_storeu_ps(db + j, _mm256_add_ps(_mm256_loadu_ps(db + j), sum));
   }
-  if (db)
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(db + j0 + 8 * v, sum[v]);
+  for (; j < n; ++j)
+    for (int r = 0; r < R; ++r) {
+      const int64_t at = (i0 + r) * n + j;
+      dz[at] = y[at] > 0 ? g[at] : 0.0f;
+      if (db) db[j] += dz[at];
+    }
 }
 
 bool relu_mask_backward(const detail::ReluMaskBackward& a) {
@@ -57,18 +63,12 @@ bool relu_mask_backward(const detail::ReluMaskBackward& a) {
   const auto* y = static_cast<const float*>(a.y);
   auto* dz = static_cast<float*>(a.dz);
   auto* db = static_cast<float*>(a.dbias);
-  const int64_t m = a.m, n = a.n, blocked = n / 64 * 64;
-  for (int64_t j0 = 0; j0 < blocked; j0 += 64) relu_mask_block(g, y, dz, db, m, n, j0);
-  if (blocked == n) return true;
-  // The last n % 64 columns, element by element (summed over rows in order, as the blocks).
+  const int64_t m = a.m, n = a.n;
   if (db)
-    for (int64_t j = blocked; j < n; ++j) db[j] = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = blocked; j < n; ++j) {
-      const int64_t at = i * n + j;
-      dz[at] = y[at] > 0 ? g[at] : 0.0f;
-      if (db) db[j] += dz[at];
-    }
+    for (int64_t j = 0; j < n; ++j) db[j] = 0;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) relu_mask_rows<4>(g, y, dz, db, n, i);
+  for (; i < m; ++i) relu_mask_rows<1>(g, y, dz, db, n, i);
   return true;
 }
 
