@@ -12,19 +12,19 @@ namespace {
 
 bool linear_relu_forward(const detail::LinearReluForward& a) {
   if (a.dtype != kFloat32) return false;
-  // x @ w^T: B = w^T has row stride 1 and column stride k.
-  const SmallGemmPlan plan = plan_small_sgemm(a.m, a.n, a.k, a.k, a.k);
+  // x @ w^T: B = w^T has w's strides swapped.
+  const SmallGemmPlan plan = plan_small_sgemm(a.m, a.n, a.k, a.x_rs, a.w_rs);
   if (!plan.use) return false;
   SmallGemm g;
   g.m = a.m, g.n = a.n, g.k = a.k;
-  g.a = static_cast<const float*>(a.x), g.a_rs = a.k, g.a_cs = 1;
-  g.b = static_cast<const float*>(a.w), g.b_rs = 1;
+  g.a = static_cast<const float*>(a.x), g.a_rs = a.x_rs, g.a_cs = a.x_cs;
+  g.b = static_cast<const float*>(a.w), g.b_rs = a.w_cs;
   g.c = static_cast<float*>(a.out), g.c_rs = a.n, g.c_cs = 1;
   g.col_bias = static_cast<const float*>(a.bias);
   g.relu = true;
   const size_t bytes = size_t(plan.pack_elems) * sizeof(float);
   void* scratch = bytes ? detail::cpu_allocator().allocate(bytes) : nullptr;
-  run_small_sgemm(plan, g, a.k, static_cast<float*>(scratch));
+  run_small_sgemm(plan, g, a.w_rs, static_cast<float*>(scratch));
   if (scratch) detail::cpu_allocator().deallocate(scratch, bytes);
   return true;
 }

@@ -62,13 +62,15 @@ Tensor linear_relu_values(const Tensor& x, const Tensor& weight, const Tensor& b
   if (x.device() == weight.device() && x.dtype() == weight.dtype() &&
       detail::linear_relu_forward_kernel.has(x.device().type) &&
       (!bias.defined() || (bias.dtype() == x.dtype() && bias.device() == x.device()))) {
-    const Tensor xc = x.contiguous(), wc = weight.contiguous();
+    // x and weight are read through their strides (no copy when the kernel declines).
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
     Tensor out = empty({x.size(0), weight.size(0)}, TensorOptions(x.dtype(), x.device()));
     detail::LinearReluForward a;
     a.dtype = x.dtype();
     a.m = x.size(0), a.n = weight.size(0), a.k = x.size(1);
-    a.x = xc.data_ptr(), a.w = wc.data_ptr(), a.bias = bc.defined() ? bc.data_ptr() : nullptr;
+    a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
+    a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
+    a.bias = bc.defined() ? bc.data_ptr() : nullptr;
     a.out = out.data_ptr();
     if (a.m > 0 && a.n > 0 && a.k > 0 && detail::linear_relu_forward_kernel.get(x.device())(a))
       return out;

@@ -7,13 +7,16 @@
 
 namespace ignis::detail {
 
-/// out (m x n) = relu(x (m x k) @ w^T + bias) for contiguous x, w (n x k), out; bias (n
+/// out (m x n, contiguous) = relu(x (m x k) @ w^T + bias) for x and w (n x k) with any
+/// strides (in elements; element (i, p) of x at x + i * x_rs + p * x_cs); bias (n contiguous
 /// elements) may be null. All of `dtype`.
 struct LinearReluForward {
   DType dtype = kFloat32;
   int64_t m = 0, n = 0, k = 0;
   const void* x = nullptr;
+  int64_t x_rs = 0, x_cs = 0;
   const void* w = nullptr;
+  int64_t w_rs = 0, w_cs = 0;
   const void* bias = nullptr;
   void* out = nullptr;
 };
