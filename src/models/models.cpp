@@ -58,7 +58,8 @@ Tensor SmallCNN::forward(const Tensor& x) {
   const Pool2dOptions pool{.kernel_size = {2, 2}};
   Tensor h = max_pool2d(relu(conv1(x)), pool);
   h = max_pool2d(relu(conv2(h)), pool);
-  return fc2(relu(fc1(h.flatten(1))));
+  return fc2(
+      nn::functional::linear(h.flatten(1), fc1.weight, fc1.bias, nn::functional::Activation::ReLU));
 }
 
 // ---- ResNet blocks --------------------------------------------------------------------------
