@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "ignis/autograd.h"
+#include "ignis/nn/functional.h"
 #include "ignis/nn/init.h"
 #include "ignis/nn_ops.h"
 #include "ignis/ops.h"
@@ -38,7 +39,11 @@ std::unique_ptr<nn::Sequential> make_downsample(nn::Module* parent, int64_t in, 
 MLP::MLP(const MLPConfig& c)
     : fc1(this, "fc1", c.in_features, c.hidden), fc2(this, "fc2", c.hidden, c.num_classes) {}
 
-Tensor MLP::forward(const Tensor& x) { return fc2(relu(fc1(x.dim() > 2 ? x.flatten(1) : x))); }
+Tensor MLP::forward(const Tensor& x) {
+  // relu(fc1(x)) as one fused node (nn::functional::linear with an activation).
+  return fc2(nn::functional::linear(
+      x.dim() > 2 ? x.flatten(1) : x, fc1.weight, fc1.bias, nn::functional::Activation::ReLU));
+}
 
 SmallCNN::SmallCNN(const SmallCNNConfig& c)
     : conv1(this, "conv1", c.in_channels, 32, 3, 1, 1),
@@ -53,7 +58,8 @@ Tensor SmallCNN::forward(const Tensor& x) {
   const Pool2dOptions pool{.kernel_size = {2, 2}};
   Tensor h = max_pool2d(relu(conv1(x)), pool);
   h = max_pool2d(relu(conv2(h)), pool);
-  return fc2(relu(fc1(h.flatten(1))));
+  return fc2(
+      nn::functional::linear(h.flatten(1), fc1.weight, fc1.bias, nn::functional::Activation::ReLU));
 }
 
 // ---- ResNet blocks --------------------------------------------------------------------------

@@ -1,11 +1,15 @@
-// ModuleList and Sequential: ownership, indexing and the chained forward.
+// ModuleList and Sequential: ownership, indexing and the chained forward (which fuses a
+// Linear followed by a ReLU into one node).
 #include "ignis/nn/containers.h"
 
 #include <fmt/format.h>
 
 #include <string>
+#include <typeinfo>
 
 #include "core/error.h"
+#include "ignis/nn/functional.h"
+#include "ignis/nn/layers.h"
 
 namespace ignis::nn {
 
@@ -37,7 +41,19 @@ void ModuleList::throw_wrong_type(int64_t i) const {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (auto& m : modules_) y = m->forward(y);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    // A Linear followed by a ReLU runs as one fused node (same values, one pass fewer). Only
+    // the exact types: a subclass may override forward.
+    Module* m = modules_[i].get();
+    if (i + 1 < modules_.size() && typeid(*m) == typeid(Linear) &&
+        typeid(*modules_[i + 1]) == typeid(ReLU)) {
+      const auto& lin = static_cast<const Linear&>(*m);
+      y = functional::linear(y, lin.weight, lin.bias, functional::Activation::ReLU);
+      ++i;
+      continue;
+    }
+    y = m->forward(y);
+  }
   return y;
 }
 

@@ -1,21 +1,21 @@
 // nn::functional layer functions (linear, leaky_relu, dropout) as compositions of ignis ops;
-// 2-D linear is one graph node (below). Losses are in loss.cpp.
+// 2-D linear is one graph node, and so is 2-D linear with a fused ReLU (below). Losses are in
+// loss.cpp.
+#include "ignis/nn/functional.h"
+
 #include <fmt/format.h>
 
 #include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
-#include "ignis/nn/functional.h"
+#include "ops/linear_act_kernels.h"
 
 namespace ignis::nn::functional {
 using detail::shape_str;
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (detail::autocast_pending()) {  // Note [Autocast applies once]
-    detail::AutocastApplied once;
-    return linear(detail::autocast_low(x), detail::autocast_low(weight), detail::autocast_low(bias));
-  }
+namespace {
+void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   IGNIS_CHECK(weight.dim() == 2, ShapeError, "[linear] weight must be 2-D [out, in], got {}",
               shape_str(weight.sizes()));
   IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError,
@@ -24,6 +24,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   IGNIS_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
               ShapeError, "[linear] bias {} does not fit weight {}", shape_str(bias.sizes()),
               shape_str(weight.sizes()));
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return linear(detail::autocast_low(x), detail::autocast_low(weight), detail::autocast_low(bias));
+  }
+  check_linear_args(x, weight, bias);
   if (x.dim() == 2) {
     // One BLAS call (the bias is the accumulator) and one node whose backward writes the
     // weight's gradient in the weight's own [out, in] layout (gy^T x): recorded as addmm of
@@ -48,6 +57,80 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
+}
+
+namespace {
+/// relu(x W^T + b) for 2-D x, without recording: the fused kernel where it applies, else the
+/// product followed by an in-place ReLU.
+Tensor linear_relu_values(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  NoGradGuard plain;
+  if (x.device() == weight.device() && x.dtype() == weight.dtype() &&
+      detail::linear_relu_forward_kernel.has(x.device().type) &&
+      (!bias.defined() || (bias.dtype() == x.dtype() && bias.device() == x.device()))) {
+    // x and weight are read through their strides (no copy when the kernel declines).
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    Tensor out = empty({x.size(0), weight.size(0)}, TensorOptions(x.dtype(), x.device()));
+    detail::LinearReluForward a;
+    a.dtype = x.dtype();
+    a.m = x.size(0), a.n = weight.size(0), a.k = x.size(1);
+    a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
+    a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
+    a.bias = bc.defined() ? bc.data_ptr() : nullptr;
+    a.out = out.data_ptr();
+    if (a.m > 0 && a.n > 0 && a.k > 0 && detail::linear_relu_forward_kernel.get(x.device())(a))
+      return out;
+  }
+  Tensor out = linear(x, weight, bias);
+  return out.relu_();
+}
+
+/// The gradient through the ReLU (g where y > 0) and, when wanted, its column sums (the bias
+/// gradient): one fused pass where the backend has it, ops otherwise (and for create_graph,
+/// so that the gradient itself can be differentiated).
+std::pair<Tensor, Tensor> relu_mask_grad(const Tensor& g, const Tensor& y, bool want_bias) {
+  if (!is_grad_enabled() && detail::relu_mask_backward_kernel.has(g.device().type) &&
+      g.dtype() == y.dtype() && g.dim() == 2) {
+    const Tensor gc = g.contiguous(), yc = y.contiguous();
+    Tensor dz = empty_like(yc);
+    Tensor db = want_bias ? empty({y.size(1)}, TensorOptions(y.dtype(), y.device())) : Tensor();
+    detail::ReluMaskBackward a;
+    a.dtype = y.dtype();
+    a.m = y.size(0), a.n = y.size(1);
+    a.g = gc.data_ptr(), a.y = yc.data_ptr(), a.dz = dz.data_ptr();
+    a.dbias = want_bias ? db.data_ptr() : nullptr;
+    if (detail::relu_mask_backward_kernel.get(g.device())(a)) return {dz, db};
+  }
+  Tensor dz = g * gt(y, 0).to(g.dtype());
+  return {dz, want_bias ? dz.sum({0}) : Tensor()};
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
+  if (act == Activation::None) return linear(x, weight, bias);
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return linear(detail::autocast_low(x), detail::autocast_low(weight), detail::autocast_low(bias),
+                  act);
+  }
+  check_linear_args(x, weight, bias);
+  if (x.dim() != 2) return ignis::relu(linear(x, weight, bias));
+  Tensor out = linear_relu_values(x, weight, bias);
+  if (detail::needs_grad({&x, &weight, &bias})) {
+    const bool gx = x.requires_grad(), gw = weight.requires_grad(),
+               gb = bias.defined() && bias.requires_grad();
+    // The ReLU mask comes from the saved output (y > 0 exactly where the pre-activation is).
+    detail::record(
+        "linear_relu",
+        {out},
+        {x, weight, bias},
+        {detail::save(x), detail::save(weight), detail::save_output(out)},
+        [gx, gw, gb](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+          auto [dz, db] = relu_mask_grad(g[0], s[2], gb);
+          return std::vector<Tensor>{
+              gx ? mm(dz, s[1]) : Tensor(), gw ? mm(dz.t(), s[0]) : Tensor(), db};
+        });
+  }
+  return out;
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
