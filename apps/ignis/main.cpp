@@ -1,5 +1,6 @@
 // `ignis`: the command-line trainer. This file holds only the command line (CLI11
-// subcommands with long options) and the top-level error policy:
+// subcommands with long options, run_command_line in command_line.h) and the top-level error
+// policy:
 //   - a bad flag, value or combination prints one line "ignis: error: <what and how to fix>"
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <string>
 
+#include "command_line.h"
 #include "config_file.h"
 #include "options.h"
 #include "train_data.h"
@@ -256,7 +258,7 @@ void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int ignis_cli::run_command_line(int argc, const char* const* argv, const Commands& commands) {
   CLI::App app{"ignis: train, evaluate and inspect models with the Ignis engine", "ignis"};
   app.require_subcommand(1);
   ignis_cli::TrainOptions train_opts;
@@ -300,11 +302,11 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
-      return ignis_cli::run_train(train_opts);
+      return commands.train(train_opts);
     }
-    if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
-    if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
-    if (devices->parsed()) return ignis_cli::run_devices();
+    if (eval->parsed()) return commands.eval(eval_opts);
+    if (bench->parsed()) return commands.bench(bench_opts);
+    if (devices->parsed()) return commands.devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());
   } catch (const ignis::Error& e) {
