@@ -3,8 +3,11 @@
 # Python whose PyTorch carries cuDNN/cuBLAS/NCCL in its nvidia/* packages (no network, no
 # Debian packages), this configures and builds the CUDA backend for the local GPU in its own
 # build directory (only the targets it runs), runs the tests labelled `cuda` and the CUDA
-# error/allocator unit tests, the GPU benchmarks and a short compute-sanitizer memcheck, and
-# writes the logs, a JUnit XML and a summary under OUTDIR.
+# error/allocator unit tests, the GPU benchmarks and the `cuda` tests under compute-sanitizer
+# (memcheck, then racecheck), and writes the logs, a JUnit XML and a summary under OUTDIR.
+# The steps after the build share a time budget (IGNIS_GPU_CHECK_SECONDS, default 480 s from
+# the script's start), so the whole check stays within about 8 minutes: each step gets what
+# is left, and a step the budget no longer allows is reported as skipped.
 #
 #   scripts/gpu-check.sh OUTDIR
 #
@@ -15,10 +18,21 @@ set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: the script changes directory next
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 summary="$out/summary.md"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+# The first of the paths (a glob's matches) that exists, or nothing.
+first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; }
+started=$(date +%s)
+budget=${IGNIS_GPU_CHECK_SECONDS:-480}
+# Seconds left of the budget, less a reserve for writing the summary (never below 0).
+left() {
+  local l=$((budget - ($(date +%s) - started) - 15))
+  echo $((l > 0 ? l : 0))
+}
+# The smaller of a step's own cap and what is left of the budget.
+cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
 
 say "# GPU check"
 say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -35,7 +49,7 @@ if ls .gpu-deps/*.deb >/dev/null 2>&1; then
   mkdir -p "$prefix"
   for d in .gpu-deps/*.deb; do dpkg-deb -x "$d" "$prefix"; done
 fi
-arch_dir=$(ls -d "$prefix"/usr/lib/*-linux-gnu 2>/dev/null | head -1)
+arch_dir=$(first "$prefix"/usr/lib/*-linux-gnu)
 export LD_LIBRARY_PATH="${arch_dir:+$arch_dir:$arch_dir/openblas-openmp:}${LD_LIBRARY_PATH:-}"
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
@@ -44,7 +58,7 @@ py=$(command -v python3)
 cudnn_root=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
 if [ -n "$cudnn_root" ]; then
   export LD_LIBRARY_PATH="$cudnn_root/lib:$LD_LIBRARY_PATH"
-  [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(ls "$cudnn_root"/lib/libcudnn.so.* | head -1)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
+  [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(first "$cudnn_root"/lib/libcudnn.so.*)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
 fi
 
 # cuBLASLt from the nvidia-cublas wheel, only when the toolkit has none (otherwise the
@@ -57,7 +71,7 @@ if ! ls "$cuda_home"/lib64/libcublasLt.so* "$cuda_home"/targets/*/lib/libcublasL
 fi
 if [ -n "$cublas_root" ]; then
   export LD_LIBRARY_PATH="$cublas_root/lib:$LD_LIBRARY_PATH"
-  [ -e "$cublas_root/lib/libcublasLt.so" ] || ln -sf "$(ls "$cublas_root"/lib/libcublasLt.so.* | head -1)" "$cublas_root/lib/libcublasLt.so" 2>/dev/null || true
+  [ -e "$cublas_root/lib/libcublasLt.so" ] || ln -sf "$(first "$cublas_root"/lib/libcublasLt.so.*)" "$cublas_root/lib/libcublasLt.so" 2>/dev/null || true
 fi
 
 # zlib: the carried headers, linked against the machine's own libz.so.1 (the carried
@@ -73,14 +87,14 @@ fi
 cudnn_mode=AUTO
 [ -n "$cudnn_root" ] && [ -e "$cudnn_root/include/cudnn.h" ] && cudnn_mode=ON
 
-build=build-gpu
+build="build-gpu"
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN="$cudnn_mode" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
-  -DIGNIS_OPENBLAS_LIBRARY="$(ls "$arch_dir"/openblas-openmp/libopenblas.so* 2>/dev/null | head -1)" \
-  -DIGNIS_OPENBLAS_INCLUDE_DIR="$(ls -d "$prefix"/usr/include/*/openblas-openmp 2>/dev/null | head -1)" \
+  -DIGNIS_OPENBLAS_LIBRARY="$(first "$arch_dir"/openblas-openmp/libopenblas.so*)" \
+  -DIGNIS_OPENBLAS_INCLUDE_DIR="$(first "$prefix"/usr/include/*/openblas-openmp)" \
   -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
@@ -96,41 +110,83 @@ say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 
 # The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
 # GPU machine CudaErrors checks the out-of-range device index instead of "no device").
-ctest --test-dir "$build" -L cuda --output-on-failure --timeout 300 \
+timeout -k 10 "$(cap 300)" ctest --test-dir "$build" -L cuda --output-on-failure --timeout 120 \
   --output-junit "$out/ctest-cuda.xml" >"$out/ctest-cuda.log" 2>&1
 rc=$?
 say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1)"
 grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$out/ctest-cuda.log" | head -30 | tee -a "$summary"
-ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator" --output-on-failure \
-  >"$out/ctest-unit.log" 2>&1
+timeout -k 10 "$(cap 120)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator" \
+  --output-on-failure >"$out/ctest-unit.log" 2>&1
 say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest-unit.log" | tail -1)"
 
 # GPU benchmarks (each prints JSON lines); added as the CUDA backend grows.
 for b in "$build"/bench/gpu_*; do
   [ -x "$b" ] || continue
   name=$(basename "$b")
-  timeout 300 "$b" >"$out/$name.jsonl" 2>&1
+  # A third of what is left at most: the sanitizer runs come next.
+  t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
+  if [ "$t" -lt 10 ]; then
+    say "- bench $name: skipped (time budget spent)"
+    continue
+  fi
+  timeout -k 10 "$t" "$b" >"$out/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
 done
 # The same training rows in this machine's PyTorch, for the side-by-side comparison.
 if "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
-  timeout 300 "$py" bench/gpu_train.py >"$out/gpu_train_torch.jsonl" 2>&1
+  t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
+  timeout -k 10 "$t" "$py" bench/gpu_train.py >"$out/gpu_train_torch.jsonl" 2>&1
   say "- bench gpu_train.py (PyTorch): exit $? (gpu_train_torch.jsonl)"
 else
   say "- bench gpu_train.py (PyTorch): skipped (no torch/torchvision with CUDA)"
 fi
 
-# Out-of-bounds accesses and races that give right answers by luck: a few fast tests under
-# compute-sanitizer's memcheck (slow: each kernel runs instrumented).
-if command -v compute-sanitizer >/dev/null; then
-  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
-    --gtest_filter='CudaTransfer.*:CudaElementwise.InPlace*:CudaReduce.NonContiguous*:CudaLinalg.Softmax*:CudaLinalg.AddmmAnd*:CudaRandom.Views*:CudaIndex.OutOfBounds*:CudaData.BatchTransforms*:CudaData.StoppingMidEpoch*' \
-    >"$out/sanitizer.log" 2>&1
-  say "- compute-sanitizer memcheck: exit $? (sanitizer.log; 3 = errors found)"
-  # The nn kernels' index arithmetic (pooling windows, channel views, loss rows).
-  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_cuda" \
-    --gtest_filter='CudaNn.Pooling*:CudaNn.BatchNorm*:CudaLoss.*:CudaOptim.*' \
-    >"$out/sanitizer-nn.log" 2>&1
-  say "- compute-sanitizer memcheck, nn kernels: exit $? (sanitizer-nn.log; 3 = errors found)"
+# The `cuda` tests under compute-sanitizer: memcheck (out-of-bounds and misaligned device
+# accesses, failing CUDA calls, answers right by luck), then racecheck (shared-memory hazards:
+# the reduction and softmax kernels), each given half of what is left of the budget (a run
+# cut short says how far it got). A probe on one test first: when the tool is missing, or it
+# cannot attach here (a driver, container or runtime that refuses its debugger interface),
+# the step is skipped with the reason.
+sanitizer=$(command -v compute-sanitizer || true)
+if [ -z "$sanitizer" ] && [ -x "$cuda_home/bin/compute-sanitizer" ]; then
+  sanitizer=$cuda_home/bin/compute-sanitizer
 fi
+test_cuda=$build/tests/test_cuda
+if [ -z "$sanitizer" ]; then
+  say "- compute-sanitizer: skipped (not in PATH nor in $cuda_home/bin)"
+elif [ "$(left)" -lt 60 ]; then
+  say "- compute-sanitizer: skipped (time budget spent: $(left) s left)"
+else
+  timeout -k 5 60 "$sanitizer" --tool memcheck --error-exitcode 3 "$test_cuda" \
+    --gtest_filter='CudaRuntime.DeviceQueriesAndProperties' >"$out/sanitizer-probe.log" 2>&1
+  rc=$?
+  refusal=$(grep -m1 -E '^========= (Error|Internal)' "$out/sanitizer-probe.log" | cut -c1-200)
+  if [ $rc -ne 0 ] || [ -n "$refusal" ]; then
+    say "- compute-sanitizer: skipped, it cannot run test_cuda here (probe exit $rc: ${refusal:-$(tail -n 1 "$out/sanitizer-probe.log" | cut -c1-200)}; sanitizer-probe.log)"
+  else
+    tools=(memcheck racecheck)
+    for i in 0 1; do
+      tool=${tools[$i]}
+      log=$out/sanitizer-$tool.log
+      t=$(($(left) / (2 - i)))
+      if [ "$t" -lt 30 ]; then
+        say "- compute-sanitizer $tool: skipped (time budget spent)"
+        continue
+      fi
+      timeout -k 10 "$t" "$sanitizer" --tool "$tool" --error-exitcode 3 "$test_cuda" >"$log" 2>&1
+      rc=$?
+      passed=$(grep -c '^\[       OK \]' "$log")
+      reports=$(grep -c -E '^========= +(Invalid|Program hit|Error|ERROR|Warning|Race)' "$log")
+      errors=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
+      case $rc in
+        0) verdict="clean, $passed tests passed (${errors:-no summary})" ;;
+        3) verdict="ERRORS FOUND: ${errors:-see the log}" ;;
+        124 | 137) verdict="stopped at its ${t} s limit after $passed tests passed, $reports reports until then" ;;
+        *) verdict="exit $rc (tests failed under the tool), $passed passed, $reports reports" ;;
+      esac
+      say "- compute-sanitizer $tool: $verdict (sanitizer-$tool.log)"
+    done
+  fi
+fi
+say "- total: $(($(date +%s) - started)) s of the ${budget} s budget"
 cat "$summary"

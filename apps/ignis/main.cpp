@@ -1,5 +1,6 @@
 // `ignis`: the command-line trainer. This file holds only the command line (CLI11
-// subcommands with long options) and the top-level error policy:
+// subcommands with long options, run_command_line in command_line.h) and the top-level error
+// policy:
 //   - a bad flag, value or combination prints one line "ignis: error: <what and how to fix>"
 //     and exits 2, never a stack trace;
 //   - any ignis::Error that escapes (a corrupt data file, a missing kernel) is reported the
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <string>
 
+#include "command_line.h"
 #include "config_file.h"
 #include "options.h"
 #include "out_of_memory_report.h"
@@ -305,7 +307,7 @@ void add_bench_options(CLI::App& bench, ignis_cli::BenchOptions& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int ignis_cli::run_command_line(int argc, const char* const* argv, const Commands& commands) {
   CLI::App app{"ignis: train, evaluate and inspect models with the Ignis engine", "ignis"};
   app.require_subcommand(1);
   ignis_cli::TrainOptions train_opts;
@@ -358,13 +360,12 @@ int main(int argc, char** argv) {
             "--batch-size auto finds the largest batch that fits in one pass, and --accumulate "
             "is for batches larger than that: give --batch-size N with --accumulate, or drop "
             "--accumulate");
-      return ignis_cli::run_reporting_out_of_memory(
-          [&](ignis_cli::TrainProgress& p) { return ignis_cli::run_train(train_opts, &p); });
+      return commands.train(train_opts);
     }
-    if (eval->parsed()) return ignis_cli::run_eval(eval_opts);
-    if (predict->parsed()) return ignis_cli::run_predict(predict_opts);
-    if (bench->parsed()) return ignis_cli::run_bench(bench_opts);
-    if (devices->parsed()) return ignis_cli::run_devices();
+    if (eval->parsed()) return commands.eval(eval_opts);
+    if (predict->parsed()) return commands.predict(predict_opts);
+    if (bench->parsed()) return commands.bench(bench_opts);
+    if (devices->parsed()) return commands.devices();
   } catch (const ignis_cli::UsageError& e) {
     return fail(e.what());
   } catch (const ignis::Error& e) {
@@ -374,4 +375,9 @@ int main(int argc, char** argv) {
     return fail(e.what());
   }
   return 0;
+}
+
+int ignis_cli::train_command(TrainOptions options) {
+  return run_reporting_out_of_memory(
+      [&](TrainProgress& progress) { return run_train(options, &progress); });
 }

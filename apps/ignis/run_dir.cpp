@@ -34,6 +34,18 @@ std::string config_difference(const json& saved, const json& given) {
   return "";
 }
 
+namespace {
+
+// What config.json records about the data that was read, not options: with the same options,
+// a difference here means the data set's files changed since the run started.
+json without_data_records(json j) {
+  if (j.is_object())
+    for (const char* k : {"classes", "mean", "std", "train_size", "val_size", "test_size"}) j.erase(k);
+  return j;
+}
+
+}  // namespace
+
 RunDir::RunDir(std::string path, const json& config, bool resume) : path_(std::move(path)) {
   const fs::path dir(path_);
   std::error_code ec;
@@ -51,13 +63,32 @@ RunDir::RunDir(std::string path, const json& config, bool resume) : path_(std::m
     }
   }
   if (resume) {
-    const std::string diff = config_difference(old, config);
+    const std::string diff = config_difference(without_data_records(old), without_data_records(config));
     if (!diff.empty())
       throw UsageError(fmt::format(
           "--resume {}: the options given differ from the run's config.json ({}); drop the "
           "flags that differ, or start a new run with another --out",
           path_,
           diff));
+    // Resuming on other data would silently train on another split. The sizes, when they
+    // differ, say it best (a file removed or added); else the mean or std (a file changed).
+    auto sizes = [](const json& j) {
+      json out = json::object();
+      for (const char* k : {"train_size", "val_size", "test_size"})
+        if (j.is_object() && j.contains(k)) out[k] = j[k];
+      return out;
+    };
+    std::string data_diff = config_difference(sizes(old), sizes(config));
+    if (data_diff.empty()) data_diff = config_difference(old, config);
+    if (!data_diff.empty()) {
+      const std::string dir = config.value("data_dir", "");
+      throw UsageError(fmt::format(
+          "--resume {}: the data in '{}' is not what the run started with ({}): files were "
+          "removed, added or changed since; restore them, or start a new run with another --out",
+          path_,
+          dir.empty() ? config.value("data", "") : dir,
+          data_diff));
+    }
     for (const char* f :
          {"config.json", "metrics.jsonl", "model.safetensors", "checkpoint.safetensors"})
       remove_checkpoint_leftovers(file(f));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -43,11 +44,13 @@ void check_images(const Tensor& x, const char* op) {
   IGNIS_CHECK(x.device().is_cpu(), DeviceError, "[{}] expected CPU images", op);
 }
 
+/// Each plane of `in` resampled into `out` through the taps (out.size(-2) rows, out.size(-1)
+/// columns).
 template <class T>
-void resize_planes(const Tensor& in, Tensor& out) {
+void resize_planes(
+    const Tensor& in, Tensor& out, const detail::LinearTaps& ty, const detail::LinearTaps& tx) {
   const int64_t H = in.size(-2), W = in.size(-1), h = out.size(-2), w = out.size(-1);
   const int64_t planes = in.numel() / std::max<int64_t>(1, H * W);
-  const detail::LinearTaps ty = detail::linear_taps(H, h), tx = detail::linear_taps(W, w);
   const T* src = static_cast<const T*>(in.data_ptr());
   T* dst = static_cast<T*>(out.data_ptr());
   ignis::detail::parallel_for(
@@ -55,6 +58,22 @@ void resize_planes(const Tensor& in, Tensor& out) {
         for (int64_t p = p0; p < p1; ++p)
           detail::resize_plane(src + p * H * W, W, 0, 0, ty, tx, dst + p * h * w);
       });
+}
+
+void resize_any(
+    const Tensor& in, Tensor& out, const detail::LinearTaps& ty, const detail::LinearTaps& tx) {
+  if (in.dtype() == kUInt8)
+    resize_planes<uint8_t>(in, out, ty, tx);
+  else
+    resize_planes<float>(in, out, ty, tx);
+}
+
+/// resize_shorter's output size: the shorter side becomes `size`, the longer one
+/// int(size * long / short), truncated as torchvision truncates it.
+std::pair<int64_t, int64_t> shorter_side_to(int64_t h, int64_t w, int64_t size) {
+  const int64_t shorter = std::min(h, w), longer = std::max(h, w);
+  const int64_t new_long = int64_t(double(size) * double(longer) / double(shorter));
+  return h <= w ? std::pair{size, new_long} : std::pair{new_long, size};
 }
 
 }  // namespace
@@ -96,10 +115,7 @@ Tensor resize(const Tensor& images, int64_t height, int64_t width) {
   s[s.size() - 2] = height;
   s[s.size() - 1] = width;
   Tensor out = empty(s, in.dtype());
-  if (in.dtype() == kUInt8)
-    resize_planes<uint8_t>(in, out);
-  else
-    resize_planes<float>(in, out);
+  resize_any(in, out, detail::linear_taps(in.size(-2), height), detail::linear_taps(in.size(-1), width));
   return out;
 }
 
@@ -108,9 +124,28 @@ Tensor resize_shorter(const Tensor& images, int64_t size) {
   IGNIS_CHECK(size > 0, ValueError, "[resize_shorter] size must be positive, got {}", size);
   const int64_t h = images.size(-2), w = images.size(-1);
   IGNIS_CHECK(h > 0 && w > 0, ShapeError, "[resize_shorter] empty input image");
-  const int64_t shorter = std::min(h, w), longer = std::max(h, w);
-  const int64_t new_long = int64_t(double(size) * double(longer) / double(shorter));
-  return h <= w ? resize(images, size, new_long) : resize(images, new_long, size);
+  const auto [nh, nw] = shorter_side_to(h, w, size);
+  return resize(images, nh, nw);
+}
+
+Tensor resize_shorter_center_crop(const Tensor& images, int64_t size) {
+  check_images(images, "resize_shorter_center_crop");
+  IGNIS_CHECK(
+      size > 0, ValueError, "[resize_shorter_center_crop] size must be positive, got {}", size);
+  const int64_t h = images.size(-2), w = images.size(-1);
+  IGNIS_CHECK(h > 0 && w > 0, ShapeError, "[resize_shorter_center_crop] empty input image");
+  const auto [nh, nw] = shorter_side_to(h, w, size);
+  // The resized image is never smaller than the crop (its shorter side is `size`), so the
+  // crop is a window of it, at center_crop's offsets; only that window is computed.
+  const int64_t top = int64_t(std::nearbyint(double(nh - size) / 2.0));
+  const int64_t left = int64_t(std::nearbyint(double(nw - size) / 2.0));
+  const Tensor in = images.contiguous();
+  Shape s = in.sizes();
+  s[s.size() - 2] = size;
+  s[s.size() - 1] = size;
+  Tensor out = empty(s, in.dtype());
+  resize_any(in, out, detail::linear_taps(h, nh, top, size), detail::linear_taps(w, nw, left, size));
+  return out;
 }
 
 Tensor center_crop(const Tensor& images, int64_t height, int64_t width) {

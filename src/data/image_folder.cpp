@@ -84,7 +84,7 @@ void load_into(
 Tensor ImageFolder::load(const std::string& path, int64_t size, int64_t channels) {
   const Tensor chw = convert_channels(read_image(path), channels).permute({2, 0, 1});
   if (chw.size(1) == size && chw.size(2) == size) return chw.contiguous();
-  return center_crop(resize_shorter(chw, size), size, size);
+  return resize_shorter_center_crop(chw, size);
 }
 
 ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)

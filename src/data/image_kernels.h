@@ -18,19 +18,23 @@ struct LinearTaps {
   std::vector<float> w0, w1;
 };
 
-inline LinearTaps linear_taps(int64_t in, int64_t out) {
+/// The taps of output indices [first, first + count) of a resize from `in` to `out` (all of
+/// them by default): a crop of the resized axis without computing the rest.
+inline LinearTaps linear_taps(int64_t in, int64_t out, int64_t first = 0, int64_t count = -1) {
+  if (count < 0) count = out - first;
   LinearTaps t;
-  const size_t n = size_t(out);
+  const size_t n = size_t(count);
   t.i0.resize(n), t.i1.resize(n), t.w0.resize(n), t.w1.resize(n);
   const float scale = float(in) / float(out);
-  for (int64_t i = 0; i < out; ++i) {
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t i = first + k;
     const float src = std::max(scale * (float(i) + 0.5f) - 0.5f, 0.0f);
     const int64_t lo = std::min<int64_t>(int64_t(src), in - 1);
     const float l1 = std::clamp(src - float(lo), 0.0f, 1.0f);
-    t.i0[size_t(i)] = lo;
-    t.i1[size_t(i)] = lo < in - 1 ? lo + 1 : lo;
-    t.w0[size_t(i)] = 1.0f - l1;
-    t.w1[size_t(i)] = l1;
+    t.i0[size_t(k)] = lo;
+    t.i1[size_t(k)] = lo < in - 1 ? lo + 1 : lo;
+    t.w0[size_t(k)] = 1.0f - l1;
+    t.w1[size_t(k)] = l1;
   }
   return t;
 }

@@ -1,31 +1,14 @@
 #!/bin/sh
 # `ignis train --data imagefolder:PATH` on a generated folder: two classes of PNGs of mixed
-# sizes (dark and bright images, easy to tell apart), written with Python's zlib, so the run
+# sizes (dark and bright images, easy to tell apart; make_imagefolder.py), so the run
 # must reach high test accuracy; then a corrupt image must stop the run with exit 2 and a
 # message naming the file.
 # Usage: train_imagefolder.sh IGNIS WORK
 set -eu
 bin=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-python3 - <<'PY'
-import os, random, struct, zlib
-
-def png(path, w, h, pixel):
-    raw = b"".join(b"\0" + bytes(v for x in range(w) for v in pixel(x, y)) for y in range(h))
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
-rng = random.Random(0)
-for cls, lo in (("dark", 0), ("bright", 150)):
-    os.makedirs("images/" + cls)
-    for i in range(60):
-        w, h = rng.choice([(16, 16), (20, 24), (30, 18)])
-        png("images/%s/%03d.png" % (cls, i), w, h,
-            lambda x, y: [lo + rng.randrange(100) for _ in range(3)])
-PY
+python3 "$here/make_imagefolder.py" images
 "$bin" train --data imagefolder:images --image-size 16 --model mlp --epochs 3 --out run >out.txt
 cat out.txt
 grep -q 'imagefolder:images: 2 classes, 3x16x16 images' out.txt

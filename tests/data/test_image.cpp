@@ -1,7 +1,8 @@
 // read_image on PNGs written here with libpng (every colour type and depth; expectations
 // computed from the written samples) and on files written by PIL (expectations: PIL's own
 // decode, via image_reference.py); resize and center_crop against torchvision and against a
-// direct float64 computation; and every kind of bad file by its message.
+// direct float64 computation (resize_shorter_center_crop against the two steps it fuses);
+// and every kind of bad file by its message.
 #include <gtest/gtest.h>
 #include <png.h>
 #include <zlib.h>
@@ -222,6 +223,60 @@ TEST(CenterCrop, WindowAndZeroPadding) {
   }
   EXPECT_EQ(resize_shorter(img, 14).sizes(), (Shape{2, 14, 20}));
   EXPECT_EQ(resize_shorter(img.permute({0, 2, 1}), 3).sizes(), (Shape{2, 4, 3}));  // int(3*10/7)
+}
+
+TEST(ResizeShorterCenterCrop, EqualsResizeThenCrop) {
+  Generator gen(5);
+  // Wide, tall, square, already the size, odd offsets (half to even) and a 1-pixel side.
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{
+           {9, 14}, {14, 9}, {12, 12}, {8, 8}, {7, 10}, {1, 23}, {31, 2}}) {
+    const Tensor img = randint(0, 256, {2, 3, h, w}, kUInt8, &gen);
+    for (int64_t size : {1, 3, 8, 16}) {
+      SCOPED_TRACE(::testing::Message() << h << "x" << w << " to " << size);
+      const Tensor want = center_crop(resize_shorter(img, size), size, size);
+      const Tensor got = resize_shorter_center_crop(img, size);
+      ASSERT_EQ(got.sizes(), (Shape{2, 3, size, size}));
+      EXPECT_EQ(got.to_vector<uint8_t>(), want.to_vector<uint8_t>());
+      const Tensor f = img.to(kFloat32);
+      EXPECT_EQ(
+          resize_shorter_center_crop(f, size).to_vector<float>(),
+          center_crop(resize_shorter(f, size), size, size).to_vector<float>());
+    }
+  }
+}
+
+// A 1 x 2^18 grey PNG: resize_shorter to 32 would be 32 x 2^23 pixels per channel (768 MB
+// as ImageFolder's RGB) before the crop; the window is computed alone, and checked here
+// against a float64 evaluation of the resize rule at the crop's columns (every row is the
+// same). Below 2^23 resized columns, float32 holds the source positions exactly, as float64
+// does. (A 1 x 10^6 image, a 2 KB PNG, would have asked for 3 GB.)
+TEST(ResizeShorterCenterCrop, ExtremeAspectRatioComputesOnlyTheCrop) {
+  TempDir dir;
+  const int64_t w = int64_t(1) << 18, size = 32;
+  PngSpec s;
+  s.width = int(w);
+  s.height = 1;
+  s.color_type = PNG_COLOR_TYPE_GRAY;
+  s.samples.resize(size_t(w));
+  for (int64_t x = 0; x < w; ++x) s.samples[size_t(x)] = uint16_t((x * 7 + x / 5) % 256);
+  write_png(dir.path("strip.png"), s);
+  const Tensor chw = read_image(dir.path("strip.png")).permute({2, 0, 1});
+  const Tensor out = resize_shorter_center_crop(chw, size);
+  ASSERT_EQ(out.sizes(), (Shape{1, size, size}));
+  const int64_t nw = size * w;  // the resized width; the crop starts at its middle
+  const int64_t left = (nw - size) / 2;
+  const double scale = double(w) / double(nw);
+  std::vector<double> exact;
+  for (int64_t y = 0; y < size; ++y)
+    for (int64_t x = 0; x < size; ++x) {
+      const double src = std::max(scale * (double(left + x) + 0.5) - 0.5, 0.0);
+      const int64_t i0 = std::min<int64_t>(int64_t(src), w - 1), i1 = std::min(i0 + 1, w - 1);
+      const double l1 = src - double(i0);
+      exact.push_back(s.samples[size_t(i0)] * (1 - l1) + s.samples[size_t(i1)] * l1);
+    }
+  std::vector<uint8_t> rounded;
+  for (double e : exact) rounded.push_back(uint8_t(std::nearbyint(e)));
+  expect_bilinear_equal(out.to_vector<uint8_t>(), rounded, exact);
 }
 
 /// A 1x1 PNG whose IHDR is then rewritten to `w` x `h` with a valid CRC.

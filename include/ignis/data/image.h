@@ -54,5 +54,9 @@ Tensor resize_shorter(const Tensor& images, int64_t size);
 /// (rounding half to even, as Python's round); an image smaller than the crop is first padded
 /// with zeros, (d / 2) before and (d + 1) / 2 after. [C, H, W] or [B, C, H, W]; contiguous.
 Tensor center_crop(const Tensor& images, int64_t height, int64_t width);
+/// center_crop(resize_shorter(images, size), size, size), the same values, computing only the
+/// crop's pixels: an image of extreme aspect ratio (1 x 10^6 pixels fits in a 2 KB PNG)
+/// would otherwise be resized to gigabytes (32 x 32 * 10^6 per channel) before the crop.
+Tensor resize_shorter_center_crop(const Tensor& images, int64_t size);
 
 }  // namespace ignis::data
