@@ -135,14 +135,15 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ra
   const int64_t per_rank = o.batch_size / ranks.size;
   if (per_rank % o.accumulate != 0)
     throw UsageError(fmt::format(
-        "--accumulate {} does not divide the batch of {} samples{}; --batch-size is the "
-        "samples per optimizer step, split into {} equal micro-batches",
+        "--accumulate {} does not divide {}; --batch-size is the samples per optimizer step, "
+        "split into {} equal micro-batches",
         o.accumulate,
-        per_rank,
-        ranks.distributed() ? fmt::format(" per process (--batch-size {} over {} processes)",
+        ranks.distributed() ? fmt::format("the {} samples per process (--batch-size {} over {} "
+                                          "processes)",
+                                          per_rank,
                                           o.batch_size,
                                           ranks.size)
-                            : std::string(),
+                            : fmt::format("--batch-size {}", o.batch_size),
         o.accumulate));
 }
 
