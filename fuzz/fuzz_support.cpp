@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 
 namespace ignis::fuzz {
 
@@ -23,6 +25,31 @@ std::string as_file(const uint8_t* data, size_t size) {
     std::abort();
   }
   return "/proc/self/fd/" + std::to_string(fd);
+}
+
+std::string as_named_file(const uint8_t* data, size_t size, const std::string& relative) {
+  namespace fs = std::filesystem;
+  static const fs::path dir = [] {
+    std::string tmpl = (fs::temp_directory_path() / "ignis-fuzz-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::abort();
+    }
+    static const std::string made = tmpl;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(made, ec);
+    });
+    return fs::path(tmpl);
+  }();
+  static std::set<std::string> linked;
+  const std::string target = as_file(data, size);
+  const fs::path link = dir / relative;
+  if (linked.insert(relative).second) {
+    fs::create_directories(link.parent_path());
+    fs::create_symlink(target, link);
+  }
+  return link.string();
 }
 
 }  // namespace ignis::fuzz

@@ -13,4 +13,9 @@ namespace ignis::fuzz {
 /// Replaces the memfd's contents with data[0, size) and returns a path that opens it.
 std::string as_file(const uint8_t* data, size_t size);
 
+/// The same, under the name `relative` (e.g. "run/config.json") inside a private temporary
+/// directory that is removed at exit: for readers that go by the file's name or look for it
+/// in a directory. The name is a symlink to the memfd, made once per name.
+std::string as_named_file(const uint8_t* data, size_t size, const std::string& relative);
+
 }  // namespace ignis::fuzz
