@@ -30,6 +30,7 @@ std::string suggestion(const TrainProgress& p) {
         p.batch_size,
         more,
         p.batch_size / more);
+  if (p.amp == "off") text += ", or train in mixed precision with --amp bf16";
   return text + ", or let --batch-size auto find the largest that fits";
 }
 

@@ -18,6 +18,7 @@ namespace ignis_cli {
 struct TrainProgress {
   int64_t batch_size = 0;  ///< 0 until the batch size is resolved
   int64_t accumulate = 1;
+  std::string amp = "off";  ///< --amp: mixed precision roughly halves activation memory
   std::string run_dir;  ///< "" until the run directory exists
   /// The training step being run (1-based; epoch 0 = training has not started).
   int64_t epoch = 0, step = 0, steps_per_epoch = 0;

@@ -312,7 +312,8 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     o.batch_size = choose_batch_size(o, d, device, [&](std::vector<ig::Tensor> params) {
       return make_optimizer(o, std::move(params));
     });
-  if (progress) progress->batch_size = o.batch_size, progress->accumulate = o.accumulate;
+  if (progress)
+    progress->batch_size = o.batch_size, progress->accumulate = o.accumulate, progress->amp = o.amp;
   ig::manual_seed(o.seed);  // initial weights follow the seed
   std::unique_ptr<ig::nn::Module> model = make_model(o.model, d);
   model->to(device);

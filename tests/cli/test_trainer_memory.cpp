@@ -180,8 +180,8 @@ TEST(OutOfMemoryReport, TheAllocatorsFiguresWithTheBatchAndTheCheckpoint) {
         "out of memory on cuda:0 at batch size 512 (epoch 2 step 7/40): tried to allocate "
         "3.00 GiB with 2.00 GiB free; Ignis holds 78.00 GiB allocated and 78.00 GiB reserved. "
         "Train with a smaller --batch-size (e.g. 256), or keep the batch of 512 with "
-        "--accumulate 2 (micro-batches of 256), or let --batch-size auto find the largest that "
-        "fits; the last checkpoint, " +
+        "--accumulate 2 (micro-batches of 256), or train in mixed precision with --amp bf16, or "
+        "let --batch-size auto find the largest that fits; the last checkpoint, " +
             run.checkpoint + ", is intact");
   }
   alloc.free(held);
@@ -208,8 +208,8 @@ TEST(OutOfMemoryReport, TrainingThatRunsOutBecomesAUsageErrorAndLeavesTheCheckpo
         std::string(e.what()),
         "out of memory on cuda:1 at batch size 90: tried to allocate 12.00 MiB with 10.00 MiB "
         "free; Ignis holds 20.00 MiB allocated and 20.00 MiB reserved. Train with a smaller "
-        "--batch-size (e.g. 45), or let --batch-size auto find the largest that fits; the "
-        "last checkpoint, " +
+        "--batch-size (e.g. 45), or train in mixed precision with --amp bf16, or let "
+        "--batch-size auto find the largest that fits; the last checkpoint, " +
             run.checkpoint + ", is intact");
   }
   EXPECT_EQ(run.content(), before);
