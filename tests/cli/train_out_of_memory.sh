@@ -17,7 +17,14 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 # 2,073 training samples in batches of 1024: 3 steps per epoch. 500 MB of address space holds
 # the process and its data (one OpenMP thread, one malloc arena, so the figure does not grow
 # with the machine's cores) but not the step's activations (about 100 MB per layer output).
-limited() { (ulimit -v 500000 && OMP_NUM_THREADS=1 MALLOC_ARENA_MAX=1 "$@"); }
+# A build with the CUDA backend also maps its CUDA libraries (cuBLASLt alone is ~500 MB of
+# address space) before main(): their file sizes are added, so the limit bites in the step
+# on either build.
+cuda_kb=0
+for lib in $(ldd "$bin" | awk '/cuda|cublas|cudnn|nccl/ && $3 ~ /^\// {print $3}'); do
+  cuda_kb=$((cuda_kb + $(stat -L -c %s "$lib") / 1024))
+done
+limited() { (ulimit -v $((500000 + cuda_kb)) && OMP_NUM_THREADS=1 MALLOC_ARENA_MAX=1 "$@"); }
 expect_error "^ignis: error: out of memory at batch size 1024 \(epoch 1 step 1/3\) \(\[cpu allocator\] out of memory: tried to allocate [0-9]+ bytes.*\)\. Train with a smaller --batch-size \(e\.g\. 512\), or keep the batch of 1024 with --accumulate 2 \(micro-batches of 512\), or train in mixed precision with --amp bf16, or let --batch-size auto find the largest that fits; no checkpoint had been written yet$" \
   limited "$bin" train --data synthetic --limit 2304 --split 0.9,0.05,0.05 --model cnn \
   --batch-size 1024 --epochs 1 --out run
