@@ -102,8 +102,8 @@ say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" --target test_cuda test_core gpu_ops gpu_train gpu_loader \
-  >"$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" \
+  --target test_cuda test_core gpu_ops gpu_train gpu_loader ignis_cli >"$out/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
@@ -118,6 +118,19 @@ grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$out/ctest-cuda.log" | head -3
 timeout -k 10 "$(cap 120)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator" \
   --output-on-failure >"$out/ctest-unit.log" 2>&1
 say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest-unit.log" | tail -1)"
+
+# The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
+# by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,
+# then the test report. The run directory is kept under OUTDIR.
+if [ "$(left)" -ge 60 ]; then
+  timeout -k 10 "$(cap 120)" "$build/apps/ignis/ignis" train --data synthetic --limit 8192 \
+    --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 \
+    --out "$out/train-resnet18" >"$out/train-resnet18.log" 2>&1
+  rc=$?
+  say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$out/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
+else
+  say "- ignis train on cuda: skipped (time budget spent)"
+fi
 
 # GPU benchmarks (each prints JSON lines); added as the CUDA backend grows.
 for b in "$build"/bench/gpu_*; do

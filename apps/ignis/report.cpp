@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ignis_cli {
 namespace {
@@ -20,6 +21,11 @@ std::vector<std::vector<int64_t>> confusion_rows(const ClassificationMetrics& m)
 }
 
 }  // namespace
+
+std::string duration_text(double s) {
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  return fmt::format("{:.0f} min {:.0f} s", std::floor(s / 60), std::fmod(s, 60));
+}
 
 std::string format_report(const ClassificationMetrics& m, const std::vector<std::string>& classes) {
   size_t name_w = std::string("weighted avg").size();

@@ -17,6 +17,9 @@ namespace ignis_cli {
 std::string format_report(
     const ignis::metrics::ClassificationMetrics& m, const std::vector<std::string>& classes);
 
+/// "42.0 s" below two minutes, else "3 min 12 s": run times and ETAs.
+std::string duration_text(double seconds);
+
 /// per_class, macro, weighted (each precision/recall/f1/support) and confusion [true][pred].
 nlohmann::json to_json(const ignis::metrics::ClassificationMetrics& m);
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "options.h"
+#include "report.h"
 #include "report_svg.h"
 
 namespace ignis_cli {
@@ -33,11 +34,6 @@ std::string number_text(const json& rec, const char* key, double scale = 1, cons
 
 std::string value_text(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-std::string duration_text(double s) {
-  if (s < 120) return fmt::format("{:.1f} s", s);
-  return fmt::format("{:.0f} min {:.0f} s", std::floor(s / 60), std::fmod(s, 60));
 }
 
 const char* kStyle = R"(<style>

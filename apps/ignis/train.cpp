@@ -527,7 +527,8 @@ int run_train(TrainOptions o, TrainProgress* progress) {
         const EpochSums sums =
             !tty || dt > 0.5 || step == steps_per_epoch ? epoch_sums(st, ranks) : EpochSums{};
         if (sums.seen > 0) {
-          const std::string line = fmt::format(
+          const double rate = double(window_samples) / std::max(dt, 1e-9);
+          std::string line = fmt::format(
               "epoch {}/{}  step {}/{}  loss {:.4f}  acc {:.2f}%  {:.0f} samples/s",
               epoch,
               o.epochs,
@@ -535,7 +536,15 @@ int run_train(TrainOptions o, TrainProgress* progress) {
               steps_per_epoch,
               sums.loss / double(sums.seen),
               100.0 * sums.correct / double(sums.seen),
-              double(window_samples) / std::max(dt, 1e-9));
+              rate);
+          // The rest of this epoch at the current rate, and what the tensors hold on a GPU.
+          if (step < steps_per_epoch)
+            line += "  ETA " +
+                    duration_text(double(steps_per_epoch - step) * double(o.batch_size) / rate);
+          if (device.is_cuda())
+            line += fmt::format(
+                "  gpu {:.2f} GiB",
+                double(ig::cuda::memory_stats(device.index).allocated) / double(1 << 30));
           if (tty)
             fmt::print("\r{:<90}", line);
           else
