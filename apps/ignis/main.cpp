@@ -274,10 +274,10 @@ void add_eval_options(CLI::App& eval, ignis_cli::EvalOptions& o) {
 void add_predict_options(CLI::App& predict, ignis_cli::PredictOptions& o) {
   predict
       .add_option(
-          "run",
+          "run,--run",
           o.run,
           "Run directory of 'ignis train' (config.json, model.safetensors), or a model file "
-          "whose directory holds the run's config.json")
+          "whose directory holds the run's config.json; first argument, or --run as for eval")
       ->required();
   predict
       .add_option(

@@ -55,6 +55,9 @@ PY
 "$bin" predict rgb new/grey.png new --format csv >rgb.csv
 "$bin" predict grey/model.safetensors for_grey --format json --top-k 3 >grey.json
 "$bin" predict rgb new --top-k 9 >table.txt
+# --run names the run as `ignis eval --run` does: the same predictions.
+"$bin" predict --run rgb new/grey.png new --format csv >rgb_run.csv
+cmp rgb.csv rgb_run.csv || { echo "FAIL: predict --run differs from the positional run"; exit 1; }
 cat rgb.csv table.txt
 
 "$py" - "$here/safetensors_tool.py" <<'PY'
