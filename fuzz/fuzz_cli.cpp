@@ -18,6 +18,7 @@ int check_train(ignis_cli::TrainOptions o) {
   return 0;
 }
 int no_eval(const ignis_cli::EvalOptions&) { return 0; }
+int no_predict(const ignis_cli::PredictOptions&) { return 0; }
 int no_bench(const ignis_cli::BenchOptions&) { return 0; }
 int no_devices() { return 0; }
 
@@ -35,7 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (args.size() > 65) args.resize(65);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
-  const ignis_cli::Commands commands{check_train, no_eval, no_bench, no_devices};
+  const ignis_cli::Commands commands{.train = check_train,
+                                     .eval = no_eval,
+                                     .predict = no_predict,
+                                     .bench = no_bench,
+                                     .devices = no_devices};
   (void)ignis_cli::run_command_line(int(argv.size()), argv.data(), commands);
   return 0;
 }
