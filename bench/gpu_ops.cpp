@@ -11,24 +11,12 @@
 
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
+#include "gpu_timing.h"
 
 namespace {
 using namespace ignis;
 
-double median_ms(const std::function<void()>& fn, int reps = 20) {
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    cuda::Event start(true), stop(true);
-    start.record();
-    fn();
-    stop.record();
-    stop.synchronize();
-    t.push_back(start.elapsed_time(stop));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::gpu_median_ms;
 
 void row(const char* name, double ms, double bytes, double flops) {
   fmt::print(
@@ -58,23 +46,23 @@ int main() {
   const int64_t n = int64_t(1) << 28;  // 1 GiB of float32 per tensor
   Tensor a = rand({n}, TensorOptions(kFloat32, gpu)), b = rand({n}, TensorOptions(kFloat32, gpu));
   Tensor c = empty({n}, TensorOptions(kFloat32, gpu));
-  row("copy_1GiB", median_ms([&] { c.copy_(a); }), 8.0 * double(n), 0);
-  row("add_1GiB", median_ms([&] { Tensor r = a + b; }), 12.0 * double(n), double(n));
-  row("exp_1GiB", median_ms([&] { Tensor r = exp(a); }), 8.0 * double(n), double(n));
-  row("sum_1GiB", median_ms([&] { Tensor r = a.sum(); }), 4.0 * double(n), double(n));
+  row("copy_1GiB", gpu_median_ms([&] { c.copy_(a); }), 8.0 * double(n), 0);
+  row("add_1GiB", gpu_median_ms([&] { Tensor r = a + b; }), 12.0 * double(n), double(n));
+  row("exp_1GiB", gpu_median_ms([&] { Tensor r = exp(a); }), 8.0 * double(n), double(n));
+  row("sum_1GiB", gpu_median_ms([&] { Tensor r = a.sum(); }), 4.0 * double(n), double(n));
   Tensor m = rand({16384, 16384}, TensorOptions(kFloat32, gpu));
   row("sum_dim0_16k",
-      median_ms([&] { Tensor r = m.sum({0}); }),
+      gpu_median_ms([&] { Tensor r = m.sum({0}); }),
       4.0 * 16384 * 16384,
       16384.0 * 16384);
-  row("softmax_16k", median_ms([&] { Tensor r = softmax(m, 1); }), 8.0 * 16384 * 16384, 0);
-  row("randn_1GiB", median_ms([&] { c.normal_(); }), 4.0 * double(n), 0);
+  row("softmax_16k", gpu_median_ms([&] { Tensor r = softmax(m, 1); }), 8.0 * 16384 * 16384, 0);
+  row("randn_1GiB", gpu_median_ms([&] { c.normal_(); }), 4.0 * double(n), 0);
   const int64_t k = 8192;
   for (DType t : {kFloat32, kBFloat16}) {
     Tensor x = randn({k, k}, TensorOptions(t, gpu)), y = randn({k, k}, TensorOptions(t, gpu));
     const double flops = 2.0 * double(k) * double(k) * double(k);
     row(t == kFloat32 ? "matmul_8192_f32" : "matmul_8192_bf16",
-        median_ms([&] { Tensor r = matmul(x, y); }, 10),
+        gpu_median_ms([&] { Tensor r = matmul(x, y); }, 10),
         3.0 * double(k * k) * double(itemsize(t)),
         flops);
   }
@@ -82,7 +70,7 @@ int main() {
   Tensor x = randn({k, k}, TensorOptions(kFloat32, gpu)),
          y = randn({k, k}, TensorOptions(kFloat32, gpu));
   row("matmul_8192_tf32",
-      median_ms([&] { Tensor r = matmul(x, y); }, 10),
+      gpu_median_ms([&] { Tensor r = matmul(x, y); }, 10),
       12.0 * double(k * k),
       2.0 * double(k) * double(k) * double(k));
   const auto s = cuda::memory_stats(0);

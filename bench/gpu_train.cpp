@@ -17,6 +17,7 @@
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "ignis/models.h"
+#include "gpu_timing.h"
 
 namespace {
 using namespace ignis;
@@ -24,20 +25,7 @@ namespace F = nn::functional;
 
 const Device kGpu = Device::cuda(0);
 
-double median_ms(const std::function<void()>& fn, int reps = 20) {
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    cuda::Event start(true), stop(true);
-    start.record();
-    fn();
-    stop.record();
-    stop.synchronize();
-    t.push_back(start.elapsed_time(stop));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::gpu_median_ms;
 
 void layer_row(const char* name, double ms) {
   fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"ms\": {:.4f}}}\n", name, ms);
@@ -88,36 +76,36 @@ int main() {
   const Tensor x = randn({256, 64, 32, 32}, f32).requires_grad_();
   const Tensor w = (randn({64, 64, 3, 3}, f32) * 0.05).requires_grad_();
   const Tensor g = randn({256, 64, 32, 32}, f32);
-  layer_row("conv3x3_64_b256_fwd", median_ms([&] {
+  layer_row("conv3x3_64_b256_fwd", gpu_median_ms([&] {
               Tensor r = conv2d(x.detach(), w.detach(), {}, {.padding = {1, 1}});
             }));
-  layer_row("conv3x3_64_b256_fwd_bwd", median_ms([&] {
+  layer_row("conv3x3_64_b256_fwd_bwd", gpu_median_ms([&] {
               conv2d(x, w, {}, {.padding = {1, 1}}).backward(g);
             }));
   const Tensor rm = zeros({64}, f32), rv = ones({64}, f32);
   const Tensor gamma = ones({64}, f32).requires_grad_(), beta = zeros({64}, f32).requires_grad_();
-  layer_row("batch_norm_64_b256_fwd", median_ms([&] {
+  layer_row("batch_norm_64_b256_fwd", gpu_median_ms([&] {
               Tensor r = batch_norm(x.detach(), rm, rv, gamma.detach(), beta.detach(), true);
             }));
-  layer_row("batch_norm_64_b256_fwd_bwd", median_ms([&] {
+  layer_row("batch_norm_64_b256_fwd_bwd", gpu_median_ms([&] {
               batch_norm(x, rm, rv, gamma, beta, true).backward(g);
             }));
-  layer_row("max_pool3x3s2_64_b256_fwd", median_ms([&] {
+  layer_row("max_pool3x3s2_64_b256_fwd", gpu_median_ms([&] {
               Tensor r = max_pool2d(
                   x.detach(), {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}});
             }));
-  layer_row("adaptive_avg_pool_512x4x4_b256_fwd", median_ms([&] {
+  layer_row("adaptive_avg_pool_512x4x4_b256_fwd", gpu_median_ms([&] {
               Tensor r = adaptive_avg_pool2d(
                   x.detach().narrow(1, 0, 32).reshape({256, 512, 4, 4}), {1, 1});
             }));
   const Tensor logits = randn({4096, 1000}, f32),
                labels = randint(0, 1000, {4096}, TensorOptions(kInt64, kGpu));
-  layer_row("cross_entropy_4096x1000_fwd", median_ms([&] { F::cross_entropy(logits, labels); }));
+  layer_row("cross_entropy_4096x1000_fwd", gpu_median_ms([&] { F::cross_entropy(logits, labels); }));
   {
     Tensor p = randn({11'000'000}, f32).requires_grad_();
     optim::SGD opt({p}, {.lr = 0.01, .momentum = 0.9});
     p.sum().backward();
-    layer_row("sgd_momentum_11M", median_ms([&] { opt.step(); }));
+    layer_row("sgd_momentum_11M", gpu_median_ms([&] { opt.step(); }));
   }
 
   manual_seed(0);

@@ -22,16 +22,7 @@ using detail::make_plan;
 using detail::make_view;
 using kernels::convert;
 using kernels::opmath_t;
-
-
-/// visit for the two index dtypes.
-template <class F>
-void visit_index(DType t, F&& f) {
-  if (t == kInt32)
-    f.template operator()<int32_t>();
-  else
-    f.template operator()<int64_t>();
-}
+using detail::visit_index;
 
 /// A view of t with sizes `shape` (t's strides), size 1 along dim.
 Tensor outer_view(const Tensor& t, Shape shape, int64_t dim) {

@@ -25,16 +25,9 @@ namespace {
 using ignis::detail::make_plan;
 using ignis::detail::make_tensor;
 using ignis::detail::make_view;
+using ignis::detail::visit_index;
 using kernels::convert;
 using kernels::opmath_t;
-
-template <class F>
-void visit_index(DType t, F&& f) {
-  if (t == kInt32)
-    f.template operator()<int32_t>();
-  else
-    f.template operator()<int64_t>();
-}
 
 /// Calls f<I>() with I = int32_t when the plan's offsets fit in 32 bits, else int64_t.
 template <class F>

@@ -12,6 +12,16 @@
 
 namespace ignis::detail {
 
+/// Calls f.template operator()<I>() with I the C++ type of an index tensor's dtype (int32 or
+/// int64, the two the front ends accept), for the backends' index loops.
+template <class F>
+void visit_index(DType t, F&& f) {
+  if (t == kInt32)
+    f.template operator()<int32_t>();
+  else
+    f.template operator()<int64_t>();
+}
+
 /// What an index scan found: the largest value (0 when empty) if every value lies in
 /// [0, hi), else the first value (row-major order) outside it.
 struct IndexScan {
