@@ -14,6 +14,7 @@
 #include "core/tensor_impl.h"
 #include "cpu/loops.h"
 #include "kernels/convert.h"
+#include "kernels/scatter_ops.h"
 #include "ops/index_kernels.h"
 
 namespace ignis::cpu {
@@ -109,24 +110,8 @@ void gather(const detail::GatherArgs& a) {
 }
 
 // ---- scatter -------------------------------------------------------------------------------
-template <class T>
-struct AssignOp {
-  void operator()(T& dst, T v) const { dst = v; }
-};
-/// dst += alpha * v (logical or for bool), in the compute type; Scaled = false for alpha 1.
-template <class T, bool Scaled>
-struct AddOp {
-  opmath_t<T> alpha;
-  void operator()(T& dst, T v) const {
-    using C = opmath_t<T>;
-    if constexpr (std::is_same_v<T, bool>)
-      dst = dst || (Scaled ? alpha && v : v);
-    else if constexpr (Scaled)
-      dst = T(C(dst) + alpha * C(v));
-    else
-      dst = T(C(dst) + C(v));
-  }
-};
+using kernels::ScatterAdd;
+using kernels::ScatterAssign;
 
 /// The loop over one run of n outer positions and the D entries along dim. ptrs: [self,
 /// index, src?]; s: their strides along the run. Each destination receives its updates in
@@ -214,11 +199,11 @@ void scatter(const detail::ScatterArgs& a) {
       };
       const auto alpha = a.alpha.to<opmath_t<T>>();
       if (a.reduce == detail::ScatterReduce::Assign)
-        run(AssignOp<T>{});
+        run(ScatterAssign<T>{});
       else if (alpha == opmath_t<T>(1))
-        run(AddOp<T, false>{alpha});
+        run(ScatterAdd<T, false>{alpha});
       else
-        run(AddOp<T, true>{alpha});
+        run(ScatterAdd<T, true>{alpha});
     });
   });
 }

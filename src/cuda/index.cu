@@ -18,6 +18,7 @@
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
 #include "kernels/convert.h"
+#include "kernels/scatter_ops.h"
 #include "ops/index_kernels.h"
 
 namespace ignis::cuda::detail {
@@ -129,24 +130,8 @@ void gather(const ignis::detail::GatherArgs& a) {
 }
 
 // ---- scatter -----------------------------------------------------------------------------
-template <class T>
-struct AssignOp {
-  __device__ void operator()(T& dst, T v) const { dst = v; }
-};
-/// dst += alpha * v (logical or for bool), in the compute type, as the CPU's AddOp.
-template <class T, bool Scaled>
-struct AddOp {
-  opmath_t<T> alpha;
-  __device__ void operator()(T& dst, T v) const {
-    using C = opmath_t<T>;
-    if constexpr (std::is_same_v<T, bool>)
-      dst = dst || (Scaled ? alpha && v : v);
-    else if constexpr (Scaled)
-      dst = T(C(dst) + alpha * C(v));
-    else
-      dst = T(C(dst) + C(v));
-  }
-};
+using kernels::ScatterAdd;
+using kernels::ScatterAssign;
 
 /// Operands [self, index, src?] over the outer positions; D entries along dim each.
 template <bool HasSrc, class T, class I, class O, class Op>
@@ -225,11 +210,11 @@ void scatter(const ignis::detail::ScatterArgs& a) {
         };
         const auto alpha = a.alpha.to<opmath_t<T>>();
         if (a.reduce == ignis::detail::ScatterReduce::Assign)
-          run(AssignOp<T>{});
+          run(ScatterAssign<T>{});
         else if (alpha == opmath_t<T>(1))
-          run(AddOp<T, false>{alpha});
+          run(ScatterAdd<T, false>{alpha});
         else
-          run(AddOp<T, true>{alpha});
+          run(ScatterAdd<T, true>{alpha});
       });
     });
   });
