@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "options.h"
+#include "run_dir.h"
 
 namespace ignis_cli {
 namespace {
@@ -54,7 +55,7 @@ std::string out_of_memory_message(const ignis::OutOfMemoryError& e, const TrainP
     text += fmt::format(" ({})", e.what());
   text += ". " + suggestion(p);
   if (!p.run_dir.empty()) {
-    const std::string ckpt = p.run_dir + "/checkpoint.safetensors";
+    const std::string ckpt = run_file(p.run_dir, kCheckpointFile);
     std::error_code ec;
     text += std::filesystem::exists(ckpt, ec)
                 ? fmt::format("; the last checkpoint, {}, is intact", ckpt)

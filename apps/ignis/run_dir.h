@@ -19,6 +19,13 @@ bool is_run_control_key(const std::string& key);
 /// keys, as "key: a vs b"; "" when they agree.
 std::string config_difference(const nlohmann::json& saved, const nlohmann::json& given);
 
+/// The path of a run directory's file (e.g. kCheckpointFile), for code that knows the directory
+/// but holds no RunDir (the ranks other than 0, the out-of-memory report).
+inline std::string run_file(const std::string& dir, const std::string& name) {
+  return dir + "/" + name;
+}
+inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
+
 class RunDir {
  public:
   /// A fresh run: creates `path` (and parents) and writes config.json and an empty
@@ -30,7 +37,7 @@ class RunDir {
   /// Replaces metrics.jsonl with these records, one per line.
   void write_metrics(const std::vector<nlohmann::json>& records) const;
   const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  std::string file(const std::string& name) const { return run_file(path_, name); }
 
  private:
   std::string path_;

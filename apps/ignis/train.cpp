@@ -389,7 +389,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
                        : fmt::format("rank {}: rank 0 refused --out {} (its message says why)",
                                      ranks.rank,
                                      o.out));
-  const std::string ckpt = o.out + "/checkpoint.safetensors";
+  const std::string ckpt = run_file(o.out, kCheckpointFile);
   fmt::print("run     {}\n", o.out);
   if (progress) progress->run_dir = o.out, progress->steps_per_epoch = steps_per_epoch;
 
