@@ -61,6 +61,14 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
                   double eps = 1e-5);
+/// relu(batch_norm(...) + residual) (residual optional: relu(batch_norm(...))) as one op with
+/// one pass over memory each way: the same values, running-statistics update and gradients
+/// as the composition. residual: the input's shape (ShapeError) and device; one of another
+/// dtype makes the call compose the ops (add's promotion).
+Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training,
+                       double momentum = 0.1, double eps = 1e-5,
+                       const Tensor& residual = Tensor());
 /// Normalises over the trailing dims normalized_shape.
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),

@@ -1,12 +1,14 @@
-// CPU kernels of the normalisation family — batch norm (NCHW and channels-last paths) and the
-// row norms (layer norm, group norm) — plus register_nn_cpu(), the family's one entry point
-// called from register.cpp. Own loops: statistics accumulate in double (two passes: mean,
-// then squared deviations, which avoids the cancellation of E[x^2] - E[x]^2) and the
-// normalisation is one fused multiply-add per element.
+// CPU kernels of the normalisation family — batch norm (NCHW and channels-last paths, with
+// its fused ReLU / residual-add epilogues) and the row norms (layer norm, group norm) — plus
+// register_nn_cpu(), the family's one entry point called from register.cpp. Own loops:
+// statistics accumulate in double (two passes: mean, then squared deviations, which avoids
+// the cancellation of E[x^2] - E[x]^2) and the normalisation is one fused multiply-add per
+// element; the per-element formulas are src/kernels/batch_norm_math.h, shared with CUDA.
 #include <cmath>
 #include <vector>
 
 #include "cpu/loops.h"
+#include "kernels/batch_norm_math.h"
 #include "core/parallel.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
@@ -24,6 +26,7 @@ using detail::BatchNormArgs;
 using detail::BatchNormBackwardArgs;
 using detail::RowNormArgs;
 using detail::RowNormBackwardArgs;
+using kernels::BnEpilogue;
 
 template <class T>
 T* ptr(const Tensor& t) {
@@ -51,77 +54,145 @@ void reduce_chunks(const std::vector<double>& acc, int64_t chunks, int64_t width
 // NCHW: x[n, c, s] at n*C*S + c*S + s (a channel is N runs of S contiguous values).
 // Channels-last: x[n, c, s] at (n*S + s)*C + c (rows of C contiguous values).
 
-/// Per-channel sum over (n, s) of f(x, channel), in double.
+/// NCHW: per-channel sum over (n, s) of f(x, channel), in double.
 template <class T, class F>
-void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, bool cl, const F& f, double* out) {
-  if (!cl) {
-    detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        double s = 0;
-        for (int64_t n = 0; n < N; ++n) {
-          const T* r = x + (n * C + c) * S;
-          for (int64_t i = 0; i < S; ++i) s += f(double(r[i]), c, (n * C + c) * S + i);
-        }
-        out[c] = s;
+void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, double* out) {
+  detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double s = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* r = x + (n * C + c) * S;
+        for (int64_t i = 0; i < S; ++i) s += f(double(r[i]), c);
       }
-    });
-    return;
-  }
-  const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
-  const int64_t chunks = chunks_for(rows, grain);
-  std::vector<double> acc(size_t(chunks * C), 0.0);
-  parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
-    double* a = acc.data() + k * C;
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = 0; c < C; ++c) a[c] += f(double(x[r * C + c]), c, r * C + c);
+      out[c] = s;
+    }
   });
-  reduce_chunks(acc, chunks, C, out);
 }
 
-/// y[i] = g(x[i], channel, i) for every element.
-template <class T, class G>
-void channel_map(int64_t N, int64_t C, int64_t S, bool cl, const G& g) {
-  if (!cl) {
-    detail::parallel_for(0, N * C, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(S, 1)),
-                         [&](int64_t p0, int64_t p1) {
-                           for (int64_t p = p0; p < p1; ++p)
-                             for (int64_t i = 0; i < S; ++i) g(p % C, p * S + i);
-                         });
-    return;
+/// Channels-last statistics: the mean and biased variance of each channel over `rows` rows
+/// of C values. Rows go in blocks of about 64 KiB that stay in cache: a block's mean, then its
+/// squared deviations from that mean (the two-pass accuracy, one read from memory), merged
+/// into the running totals with Chan et al.'s pairwise update, as the CUDA kernels merge.
+template <class T>
+void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, double* var) {
+  const int64_t block = std::max<int64_t>(1, (int64_t(64) << 10) / (C * int64_t(sizeof(T))));
+  const int64_t blocks = (rows + block - 1) / block;
+  const int64_t chunks = chunks_for(blocks, 1);
+  // Per chunk: count, then mean [C], squared deviations [C], and scratch for a block [2C].
+  const int64_t width = 1 + 4 * C;
+  std::vector<double> acc(size_t(chunks * width), 0.0);
+  parallel_chunks(blocks, 1, [&](int64_t k, int64_t b0, int64_t b1) {
+    double* n = acc.data() + k * width;
+    double *m = n + 1, *q = m + C, *bm = q + C, *bq = bm + C;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+      const double nb = double(r1 - r0);
+      for (int64_t c = 0; c < C; ++c) bm[c] = 0, bq[c] = 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = x + r * C;
+        for (int64_t c = 0; c < C; ++c) bm[c] += double(xr[c]);
+      }
+      for (int64_t c = 0; c < C; ++c) bm[c] /= nb;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = x + r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = double(xr[c]) - bm[c];
+          bq[c] += d * d;
+        }
+      }
+      const double n2 = *n + nb, f = nb / n2, g = *n * nb / n2;
+      for (int64_t c = 0; c < C; ++c) {
+        const double delta = bm[c] - m[c];
+        m[c] += delta * f;
+        q[c] += bq[c] + delta * delta * g;
+      }
+      *n = n2;
+    }
+  });
+  double n = 0;
+  for (int64_t c = 0; c < C; ++c) mean[c] = 0, var[c] = 0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double* nk = acc.data() + k * width;
+    const double *m = nk + 1, *q = m + C;
+    if (*nk == 0) continue;
+    const double n2 = n + *nk, f = *nk / n2, g = n * *nk / n2;
+    for (int64_t c = 0; c < C; ++c) {
+      const double delta = m[c] - mean[c];
+      mean[c] += delta * f;
+      var[c] += q[c] + delta * delta * g;
+    }
+    n = n2;
   }
-  detail::parallel_for(0, N * S, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1)),
-                       [&](int64_t r0, int64_t r1) {
-                         for (int64_t r = r0; r < r1; ++r)
-                           for (int64_t c = 0; c < C; ++c) g(c, r * C + c);
+  for (int64_t c = 0; c < C; ++c) var[c] /= n;
+}
+
+/// Calls run(i0, len, c) over every element once, in parallel: NCHW gives runs of S elements
+/// of one channel c; channels-last runs of C elements, one per channel (c = -1), so kernels
+/// write two plain inner loops that vectorise (per-channel constants scalar or indexed).
+template <class Run>
+void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
+  const int64_t runs = cl ? N * S : N * C, len = cl ? C : S;
+  detail::parallel_for(0, runs, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(len, 1)),
+                       [&](int64_t p0, int64_t p1) {
+                         for (int64_t p = p0; p < p1; ++p) run(p * len, len, cl ? -1 : p % C);
                        });
 }
 
 template <class T>
-void batch_norm_forward(const BatchNormArgs& a) {
+void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, T* mean, T* invstd) {
   const int64_t N = a.n, C = a.c, S = a.s;
-  const bool cl = detail::is_channels_last(a.input);
   const T* x = ptr<T>(a.input);
+  std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
+  const double count = double(N * S);
+  if (cl) {
+    channels_last_stats(x, N * S, C, m.data(), v.data());
+  } else {
+    channel_sums(x, N, C, S, [](double xv, int64_t) { return xv; }, m.data());
+    for (auto& e : m) e /= count;
+    channel_sums(x, N, C, S, [&](double xv, int64_t c) { return (xv - m[c]) * (xv - m[c]); },
+                 v.data());
+    for (auto& e : v) e /= count;
+  }
+  T* rm = ptr<T>(a.running_mean);
+  T* rv = ptr<T>(a.running_var);
+  for (int64_t c = 0; c < C; ++c) {
+    mean[c] = T(m[c]);
+    invstd[c] = T(1.0 / std::sqrt(v[c] + a.eps));
+    if (rm) rm[c] = T((1 - a.momentum) * double(rm[c]) + a.momentum * m[c]);
+    // The running variance is the unbiased one (count >= 2 was checked).
+    if (rv) rv[c] = T((1 - a.momentum) * double(rv[c]) + a.momentum * v[c] * count / (count - 1));
+  }
+}
+
+template <BnEpilogue E, class T>
+void batch_norm_forward_apply(const BatchNormArgs& a, bool cl, const T* scale, const T* shift) {
+  const T* __restrict__ x = ptr<T>(a.input);
+  const T* __restrict__ res = ptr<T>(a.residual);
+  T* __restrict__ y = ptr<T>(a.output);
+  channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
+    const T *xr = x + i0, *rr = E == BnEpilogue::AddRelu ? res + i0 : nullptr;
+    T* yr = y + i0;
+    if (c >= 0) {
+      const T sc = scale[c], sh = shift[c];
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j)
+        yr[j] = kernels::batch_norm_output<E>(xr[j], sc, sh, rr ? rr[j] : T(0));
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j)
+        yr[j] = kernels::batch_norm_output<E>(xr[j], scale[j], shift[j], rr ? rr[j] : T(0));
+    }
+  });
+}
+
+template <class T>
+void batch_norm_forward(const BatchNormArgs& a) {
+  const int64_t C = a.c;
+  const bool cl = detail::is_channels_last(a.input);
   T* mean = ptr<T>(a.save_mean);
   T* invstd = ptr<T>(a.save_invstd);
-  std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
-  if (a.training) {
-    const double count = double(N * S);
-    channel_sums(x, N, C, S, cl, [](double xv, int64_t, int64_t) { return xv; }, m.data());
-    for (auto& e : m) e /= count;
-    channel_sums(x, N, C, S, cl,
-                 [&](double xv, int64_t c, int64_t) { return (xv - m[c]) * (xv - m[c]); },
-                 v.data());
-    T* rm = ptr<T>(a.running_mean);
-    T* rv = ptr<T>(a.running_var);
-    for (int64_t c = 0; c < C; ++c) {
-      const double var = v[c] / count;
-      mean[c] = T(m[c]);
-      invstd[c] = T(1.0 / std::sqrt(var + a.eps));
-      if (rm) rm[c] = T((1 - a.momentum) * double(rm[c]) + a.momentum * m[c]);
-      // The running variance is the unbiased one (count >= 2 was checked).
-      if (rv) rv[c] = T((1 - a.momentum) * double(rv[c]) + a.momentum * v[c] / (count - 1));
-    }
-  }
+  if (a.training) batch_norm_forward_stats(a, cl, mean, invstd);
+  // Eval mode folds the running statistics (save_mean/save_invstd) the same way.
   std::vector<T> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
   const T* w = ptr<T>(a.weight);
   const T* b = ptr<T>(a.bias);
@@ -130,39 +201,122 @@ void batch_norm_forward(const BatchNormArgs& a) {
     scale[c] = T(sc);
     shift[c] = T((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
   }
-  T* y = ptr<T>(a.output);
-  channel_map<T>(N, C, S, cl, [&](int64_t c, int64_t i) { y[i] = x[i] * scale[c] + shift[c]; });
+  switch (a.epilogue) {
+    case BnEpilogue::None: return batch_norm_forward_apply<BnEpilogue::None>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::Relu: return batch_norm_forward_apply<BnEpilogue::Relu>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::AddRelu: return batch_norm_forward_apply<BnEpilogue::AddRelu>(a, cl, scale.data(), shift.data());
+  }
 }
 
-template <class T>
-void batch_norm_backward(const BatchNormBackwardArgs& a) {
+/// Per channel, in one pass: sg = sum of the masked gradient gm, sgx = sum of gm * xhat.
+template <BnEpilogue E, class T>
+void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, double* sg, double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
-  const bool cl = detail::is_channels_last(a.input);
-  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *w = ptr<T>(a.weight);
+  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
   const T *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
+  auto masked = [&](int64_t i) {
+    return double(kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]));
+  };
+  if (!cl) {
+    detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const double m = double(mean[c]), is = double(invstd[c]);
+        double s0 = 0, s1 = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t i0 = (n * C + c) * S;
+#pragma omp simd reduction(+ : s0, s1)
+          for (int64_t i = i0; i < i0 + S; ++i) {
+            const double gm = masked(i);
+            s0 += gm;
+            s1 += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
+          }
+        }
+        sg[c] = s0, sgx[c] = s1;
+      }
+    });
+    return;
+  }
+  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
+  const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
+  const int64_t chunks = chunks_for(rows, grain);
+  std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
+  parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
+    double* __restrict__ a0 = acc.data() + k * 2 * C;
+    double* __restrict__ a1 = a0 + C;
+    for (int64_t r = r0; r < r1; ++r) {
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) {
+        const double gm = masked(r * C + c);
+        a0[c] += gm;
+        a1[c] += gm * kernels::batch_norm_xhat(double(x[r * C + c]), m[c], is[c]);
+      }
+    }
+  });
+  std::vector<double> tot(static_cast<size_t>(2 * C));
+  reduce_chunks(acc, chunks, 2 * C, tot.data());
+  for (int64_t c = 0; c < C; ++c) sg[c] = tot[c], sgx[c] = tot[C + c];
+}
+
+/// grad_input (and grad_residual = gm when kResidual) in one pass over every element.
+template <BnEpilogue E, bool kResidual, class T>
+void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const double* mean,
+                           const double* invstd, const double* k, const double* mg,
+                           const double* mgx) {
+  const T *__restrict__ x = ptr<T>(a.input), *__restrict__ g = ptr<T>(a.grad_out),
+          *__restrict__ y = ptr<T>(a.output);
+  T* __restrict__ gi = ptr<T>(a.grad_input);
+  T* __restrict__ gr = ptr<T>(a.grad_residual);
+  auto one = [&](int64_t i, int64_t c) {
+    const T gm = kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
+    const double xhat = kernels::batch_norm_xhat(double(x[i]), mean[c], invstd[c]);
+    gi[i] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
+    if constexpr (kResidual) gr[i] = gm;
+  };
+  channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
+    if (c >= 0) {
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j) one(i0 + j, c);
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j) one(i0 + j, j);
+    }
+  });
+}
+
+template <BnEpilogue E, class T>
+void batch_norm_backward(const BatchNormBackwardArgs& a) {
+  const int64_t C = a.c;
+  const bool cl = detail::is_channels_last(a.input);
+  const T *w = ptr<T>(a.weight), *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
   std::vector<double> sg(static_cast<size_t>(C)), sgx(static_cast<size_t>(C));
-  channel_sums(g, N, C, S, cl, [](double gv, int64_t, int64_t) { return gv; }, sg.data());
-  channel_sums(x, N, C, S, cl,
-               [&](double xv, int64_t c, int64_t i) {
-                 return double(g[i]) * (xv - double(mean[c])) * double(invstd[c]);
-               },
-               sgx.data());
+  batch_norm_grad_sums<E, T>(a, cl, sg.data(), sgx.data());
   T *gw = ptr<T>(a.grad_weight), *gb = ptr<T>(a.grad_bias);
   for (int64_t c = 0; c < C; ++c) gw[c] = T(sgx[c]), gb[c] = T(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
   // statistics terms vanish in eval mode, where they were constants.
-  const double count = double(N * S), keep = a.training ? 1.0 : 0.0;
-  std::vector<double> k(static_cast<size_t>(C)), mg(static_cast<size_t>(C)), mgx(static_cast<size_t>(C));
+  const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
+  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C)),
+      k(static_cast<size_t>(C)), mg(static_cast<size_t>(C)), mgx(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
+    m[c] = double(mean[c]), is[c] = double(invstd[c]);
     k[c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
     mg[c] = keep * sg[c] / count;
     mgx[c] = keep * sgx[c] / count;
   }
-  T* gi = ptr<T>(a.grad_input);
-  channel_map<T>(N, C, S, cl, [&](int64_t c, int64_t i) {
-    const double xhat = (double(x[i]) - double(mean[c])) * double(invstd[c]);
-    gi[i] = T(k[c] * (double(g[i]) - mg[c] - xhat * mgx[c]));
-  });
+  if (a.grad_residual.defined())
+    batch_norm_grad_apply<E, true, T>(a, cl, m.data(), is.data(), k.data(), mg.data(), mgx.data());
+  else
+    batch_norm_grad_apply<E, false, T>(a, cl, m.data(), is.data(), k.data(), mg.data(), mgx.data());
+}
+
+template <class T>
+void batch_norm_backward_any(const BatchNormBackwardArgs& a) {
+  switch (a.epilogue) {
+    case BnEpilogue::None: return batch_norm_backward<BnEpilogue::None, T>(a);
+    case BnEpilogue::Relu: return batch_norm_backward<BnEpilogue::Relu, T>(a);
+    case BnEpilogue::AddRelu: return batch_norm_backward<BnEpilogue::AddRelu, T>(a);
+  }
 }
 
 // ---- layer norm and group norm ------------------------------------------------------------
@@ -253,7 +407,7 @@ void register_nn_cpu() {
     visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
   });
   batch_norm_backward_kernel.set(DeviceType::CPU, [](const BatchNormBackwardArgs& a) {
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_backward<T>(a); });
+    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
   });
   row_norm_forward_kernel.set(DeviceType::CPU, [](const RowNormArgs& a) {
     visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });

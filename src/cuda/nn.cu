@@ -1,6 +1,8 @@
 // CUDA kernels of batch norm and 2-D pooling (slots in src/ops/nn_kernels.h), the twins of
 // src/cpu/norm.cpp and src/cpu/pool.cpp: the same windows, tie rules and precision (window
-// sums and channel statistics in double), so the GPU agrees with the CPU to rounding.
+// sums and channel statistics in double), so the GPU agrees with the CPU to rounding. Batch
+// norm's per-element formulas, with its ReLU / residual-add epilogues, are the CPU's own
+// (src/kernels/batch_norm_math.h).
 //   batch norm: blocks reduce chunks of a channel (two passes: mean, then squared
 //     deviations; channels-last: chunks of a tile of 32 channels), a thread per channel
 //     merges them, then one elementwise pass applies scale and shift per channel.
@@ -16,6 +18,7 @@
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
 #include "cuda/nn_common.cuh"
+#include "kernels/batch_norm_math.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
@@ -27,6 +30,7 @@ namespace {
 using ignis::detail::BatchNormArgs;
 using ignis::detail::BatchNormBackwardArgs;
 using ignis::detail::Pool2dParams;
+using kernels::BnEpilogue;
 
 template <class T>
 T* ptr(const Tensor& t) {
@@ -54,6 +58,22 @@ struct ChannelView {
     return cl ? int64_t(I(i) % I(c)) : int64_t((I(i) / I(s)) % I(c));
   }
 };
+
+/// f.template operator()<E>() for the epilogue e (each kernel variant is straight-line code).
+template <class F>
+void with_epilogue(BnEpilogue e, const F& f) {
+  switch (e) {
+    case BnEpilogue::None: return f.template operator()<BnEpilogue::None>();
+    case BnEpilogue::Relu: return f.template operator()<BnEpilogue::Relu>();
+    case BnEpilogue::AddRelu: return f.template operator()<BnEpilogue::AddRelu>();
+  }
+}
+
+/// The gradient at element i carried back through the epilogue's ReLU (y: the saved output).
+template <BnEpilogue E, class T>
+__device__ __forceinline__ T masked_grad(const T* g, const T* y, int64_t i) {
+  return kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
+}
 
 /// f.template operator()<I>() with the index type for a tensor of `total` elements.
 template <class F>
@@ -147,10 +167,11 @@ __global__ void batch_norm_partial_stats_cl(
   out[0] = count, out[1] = m, out[2] = q;
 }
 
-template <class T, class I>
+template <class T, class I, BnEpilogue E>
 __global__ void batch_norm_partial_grads_cl(
     const T* __restrict__ x,
     const T* __restrict__ g,
+    const T* __restrict__ y,
     ChannelView v,
     const T* mean,
     const T* invstd,
@@ -166,8 +187,9 @@ __global__ void batch_norm_partial_grads_cl(
     const double m = double(mean[c]), is = double(invstd[c]);
     for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows) {
       const int64_t i = v.template at<I>(c, r);
-      sg += double(g[i]);
-      sgx += double(g[i]) * (double(x[i]) - m) * is;
+      const double gm = double(masked_grad<E>(g, y, i));
+      sg += gm;
+      sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
     }
   }
   sg = column_sum(sg, shared);
@@ -218,9 +240,10 @@ __global__ void batch_norm_finish_stats(
   shift[c] = T((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
 }
 
-template <class T, class I>
+template <class T, class I, BnEpilogue E>
 __global__ void batch_norm_apply(
     const T* __restrict__ x,
+    const T* __restrict__ residual,
     T* __restrict__ y,
     ChannelView v,
     const T* __restrict__ scale,
@@ -229,7 +252,8 @@ __global__ void batch_norm_apply(
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = v.template channel_of<I>(i);
-    y[i] = x[i] * scale[c] + shift[c];
+    y[i] = kernels::batch_norm_output<E>(
+        x[i], scale[c], shift[c], E == BnEpilogue::AddRelu ? residual[i] : T(0));
   }
 }
 
@@ -273,16 +297,19 @@ void batch_norm_forward(const BatchNormArgs& a) {
       scale,
       scale + a.c);
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
-  batch_norm_apply<T, I><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
-      ptr<T>(a.input), ptr<T>(a.output), v, scale, scale + a.c);
+  with_epilogue(a.epilogue, [&]<BnEpilogue E>() {
+    batch_norm_apply<T, I, E><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
+        ptr<T>(a.input), ptr<T>(a.residual), ptr<T>(a.output), v, scale, scale + a.c);
+  });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
 }
 
 /// Block (c, b): the sums of g and g * xhat over chunk b of channel c, at partial[(c*splits+b)*2].
-template <class T, class I>
+template <class T, class I, BnEpilogue E>
 __global__ void batch_norm_partial_grads(
     const T* __restrict__ x,
     const T* __restrict__ g,
+    const T* __restrict__ y,
     ChannelView v,
     const T* mean,
     const T* invstd,
@@ -295,8 +322,9 @@ __global__ void batch_norm_partial_grads(
   double sg = 0, sgx = 0;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     const int64_t i = v.template at<I>(c, k);
-    sg += double(g[i]);
-    sgx += double(g[i]) * (double(x[i]) - m) * is;
+    const double gm = double(masked_grad<E>(g, y, i));
+    sg += gm;
+    sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
   }
   sg = block_sum(sg);
   sgx = block_sum(sgx);
@@ -334,11 +362,14 @@ __global__ void batch_norm_finish_grads(
   coef[3 * c + 2] = keep * sgx / double(count);
 }
 
-template <class T, class I>
+/// grad_input, and grad_residual (gr, when not null) = the masked gradient.
+template <class T, class I, BnEpilogue E>
 __global__ void batch_norm_grad_apply(
     const T* __restrict__ x,
     const T* __restrict__ g,
+    const T* __restrict__ y,
     T* __restrict__ gi,
+    T* __restrict__ gr,
     ChannelView v,
     const T* mean,
     const T* invstd,
@@ -347,8 +378,11 @@ __global__ void batch_norm_grad_apply(
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = v.template channel_of<I>(i);
-    const double xhat = (double(x[i]) - double(mean[c])) * double(invstd[c]);
-    gi[i] = T(coef[3 * c] * (double(g[i]) - coef[3 * c + 1] - xhat * coef[3 * c + 2]));
+    const T gm = masked_grad<E>(g, y, i);
+    const double xhat = kernels::batch_norm_xhat(double(x[i]), double(mean[c]), double(invstd[c]));
+    gi[i] = T(kernels::batch_norm_grad_input(
+        double(gm), xhat, coef[3 * c], coef[3 * c + 1], coef[3 * c + 2]));
+    if (E == BnEpilogue::AddRelu && gr != nullptr) gr[i] = gm;
   }
 }
 
@@ -359,29 +393,33 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   const int64_t count = a.n * a.s, splits = splits_for(v.cl ? channel_tiles(a.c) : a.c, count);
   Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());
-  if (v.cl)
-    batch_norm_partial_grads_cl<T, I>
-        <<<dim3(unsigned(channel_tiles(a.c)), unsigned(splits)),
-           dim3(kTileChannels, kTileRows),
-           0,
-           on.stream>>>(
-            ptr<T>(a.input),
-            ptr<T>(a.grad_out),
-            v,
-            ptr<T>(a.save_mean),
-            ptr<T>(a.save_invstd),
-            splits,
-            ptr<double>(partial));
-  else
-    batch_norm_partial_grads<T, I>
-        <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
-            ptr<T>(a.input),
-            ptr<T>(a.grad_out),
-            v,
-            ptr<T>(a.save_mean),
-            ptr<T>(a.save_invstd),
-            splits,
-            ptr<double>(partial));
+  with_epilogue(a.epilogue, [&]<BnEpilogue E>() {
+    if (v.cl)
+      batch_norm_partial_grads_cl<T, I, E>
+          <<<dim3(unsigned(channel_tiles(a.c)), unsigned(splits)),
+             dim3(kTileChannels, kTileRows),
+             0,
+             on.stream>>>(
+              ptr<T>(a.input),
+              ptr<T>(a.grad_out),
+              ptr<T>(a.output),
+              v,
+              ptr<T>(a.save_mean),
+              ptr<T>(a.save_invstd),
+              splits,
+              ptr<double>(partial));
+    else
+      batch_norm_partial_grads<T, I, E>
+          <<<dim3(unsigned(a.c), unsigned(splits)), kStatThreads, 0, on.stream>>>(
+              ptr<T>(a.input),
+              ptr<T>(a.grad_out),
+              ptr<T>(a.output),
+              v,
+              ptr<T>(a.save_mean),
+              ptr<T>(a.save_invstd),
+              splits,
+              ptr<double>(partial));
+  });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
   batch_norm_finish_grads<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
       ptr<double>(partial),
@@ -395,14 +433,18 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
       ptr<T>(a.grad_bias),
       ptr<double>(coef));
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
-  batch_norm_grad_apply<T, I><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
-      ptr<T>(a.input),
-      ptr<T>(a.grad_out),
-      ptr<T>(a.grad_input),
-      v,
-      ptr<T>(a.save_mean),
-      ptr<T>(a.save_invstd),
-      ptr<double>(coef));
+  with_epilogue(a.epilogue, [&]<BnEpilogue E>() {
+    batch_norm_grad_apply<T, I, E><<<grid_for(a.n * a.c * a.s, 4), kThreads, 0, on.stream>>>(
+        ptr<T>(a.input),
+        ptr<T>(a.grad_out),
+        ptr<T>(a.output),
+        ptr<T>(a.grad_input),
+        ptr<T>(a.grad_residual),
+        v,
+        ptr<T>(a.save_mean),
+        ptr<T>(a.save_invstd),
+        ptr<double>(coef));
+  });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
 }
 

@@ -70,10 +70,12 @@ BasicBlock::BasicBlock(int64_t in, int64_t planes, int64_t stride)
       bn2(this, "bn2", planes),
       downsample(make_downsample(this, in, planes, stride)) {}
 
+// relu(bn(conv(x))) and relu(bn(conv(x)) + identity) are one fused node each
+// (BatchNorm::forward_relu): no normalised or summed tensor is kept for backward.
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor out = relu(bn1(conv1(x)));
-  out = bn2(conv2(out));
-  return relu(add(out, downsample ? (*downsample)(x) : x));
+  const Tensor out = conv2(bn1.forward_relu(conv1(x)));
+  const Tensor identity = downsample ? (*downsample)(x) : x;
+  return bn2.forward_relu(out, identity);
 }
 
 Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride)
@@ -86,10 +88,10 @@ Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride)
       downsample(make_downsample(this, in, planes * kExpansion, stride)) {}
 
 Tensor Bottleneck::forward(const Tensor& x) {
-  Tensor out = relu(bn1(conv1(x)));
-  out = relu(bn2(conv2(out)));
-  out = bn3(conv3(out));
-  return relu(add(out, downsample ? (*downsample)(x) : x));
+  Tensor out = bn1.forward_relu(conv1(x));
+  out = conv3(bn2.forward_relu(conv2(out)));
+  const Tensor identity = downsample ? (*downsample)(x) : x;
+  return bn3.forward_relu(out, identity);
 }
 
 // ---- ResNet ---------------------------------------------------------------------------------
@@ -123,7 +125,7 @@ ResNet::ResNet(Block block, const std::array<int64_t, 4>& layers, const ResNetCo
 }
 
 Tensor ResNet::forward(const Tensor& x) {
-  Tensor h = relu(bn1(conv1(x)));
+  Tensor h = bn1.forward_relu(conv1(x));
   if (config.stem == ResNetStem::ImageNet)
     h = max_pool2d(h, {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}});
   h = layer4(layer3(layer2(layer1(h))));

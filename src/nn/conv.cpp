@@ -153,7 +153,7 @@ void BatchNorm::init() {
   }
 }
 
-Tensor BatchNorm::forward(const Tensor& x) {
+bool BatchNorm::begin_forward(const Tensor& x) {
   IGNIS_CHECK(x.dim() >= dims_lo_ && x.dim() <= dims_hi_, ShapeError,
               "[{}] expected a {}D input, got shape {} ({} dims)", type_,
               dims_lo_ == dims_hi_ ? fmt::format("{}", dims_lo_) : fmt::format("{} or {}", dims_lo_, dims_hi_),
@@ -166,10 +166,27 @@ Tensor BatchNorm::forward(const Tensor& x) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(1);
   }
+  return use_batch_stats;
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  const bool use_batch_stats = begin_forward(x);
   if (use_batch_stats && sync_group) return detail::sync_batch_norm(*this, x);
   return batch_norm(x, config.track_running_stats ? running_mean : Tensor(),
                     config.track_running_stats ? running_var : Tensor(), weight, bias,
                     use_batch_stats, config.momentum, config.eps);
+}
+
+Tensor BatchNorm::forward_relu(const Tensor& x, const Tensor& residual) {
+  const bool use_batch_stats = begin_forward(x);
+  if (use_batch_stats && sync_group) {
+    // The statistics come from collectives between ops; the epilogue stays separate.
+    const Tensor y = detail::sync_batch_norm(*this, x);
+    return relu(residual.defined() ? add(y, residual) : y);
+  }
+  return batch_norm_relu(x, config.track_running_stats ? running_mean : Tensor(),
+                         config.track_running_stats ? running_var : Tensor(), weight, bias,
+                         use_batch_stats, config.momentum, config.eps, residual);
 }
 
 std::string BatchNorm::extra_repr() const {

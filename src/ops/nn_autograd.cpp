@@ -5,6 +5,7 @@
 #include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "ignis/nn_ops.h"
+#include "ignis/ops.h"
 #include "ops/nn_ops.h"
 
 namespace ignis {
@@ -119,6 +120,45 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
              NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training);
              return Grads{n.input, n.weight, n.bias};
            });
+  return r.output;
+}
+
+Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                       double eps, const Tensor& residual) {
+  // The autocast rule of batch_norm; the residual goes to float32 with the normalised values,
+  // which is the dtype add would promote the two to.
+  const bool stats_fp32 = !running_mean.defined() || running_mean.dtype() == kFloat32;
+  if (stats_fp32 && autocast_pending()) {  // Note [Autocast applies once]
+    AutocastApplied once;
+    return batch_norm_relu(autocast_fp32(input), running_mean, running_var, autocast_fp32(weight),
+                           autocast_fp32(bias), training, momentum, eps, autocast_fp32(residual));
+  }
+  // Mixed dtypes promote in add; the kernels take one dtype, so such a call composes the ops.
+  if (residual.defined() && input.defined() && residual.dtype() != input.dtype())
+    return relu(add(batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                               eps),
+                    residual));
+  const BnEpilogue epilogue = residual.defined() ? BnEpilogue::AddRelu : BnEpilogue::Relu;
+  NormResult r;
+  {
+    // Running statistics are updated in place without recording (they are buffers).
+    GradModeScope no_grad(false);
+    r = batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                           epilogue, residual);
+  }
+  if (needs_grad({&input, &weight, &bias, &residual})) {
+    const bool want_residual = wants(residual);
+    // The ReLU mask is the saved output's sign; no pre-activation tensor is kept.
+    record(residual.defined() ? "batch_norm_add_relu" : "batch_norm_relu", {r.output},
+           {input, weight, bias, residual},
+           {save(input), save(weight), save(r.save_mean), save(r.save_invstd), save_output(r.output)},
+           [training, epilogue, want_residual](const Grads& g, const Grads& s) {
+             NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training, epilogue,
+                                               s[4], want_residual);
+             return Grads{n.input, n.weight, n.bias, n.residual};
+           });
+  }
   return r.output;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/dispatch.h"
+#include "kernels/batch_norm_math.h"
 #include "ops/nn_ops.h"
 
 namespace ignis::detail {
@@ -48,10 +49,15 @@ inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_input)>
 
 // ---- normalisation -------------------------------------------------------------------------
 // Batch norm sees input as [N, C, S] through three strides (NCHW-contiguous: S-inner, or
-// channels-last: C-inner); weight/bias/stats are contiguous [C] (undefined = absent).
+// channels-last: C-inner); weight/bias/stats are contiguous [C] (undefined = absent). The
+// epilogue (src/kernels/batch_norm_math.h) rides along with the normalising pass: forward
+// writes relu(y [+ residual]) as the only output, and backward masks grad_out by the sign of
+// that saved output inside its reductions and its input-gradient pass.
 
 struct BatchNormArgs {
   Tensor input, output, weight, bias, running_mean, running_var, save_mean, save_invstd;
+  Tensor residual;  // AddRelu only: the input's shape, dtype and layout
+  kernels::BnEpilogue epilogue = kernels::BnEpilogue::None;
   int64_t n = 0, c = 0, s = 0;
   bool training = true;
   double momentum = 0.1, eps = 1e-5;
@@ -61,6 +67,9 @@ inline KernelSlot<void (*)(const BatchNormArgs&)> batch_norm_forward_kernel{"bat
 struct BatchNormBackwardArgs {
   Tensor grad_out, input, weight, save_mean, save_invstd;  // grad_out in input's layout
   Tensor grad_input, grad_weight, grad_bias;  // grad_input in input's layout; all defined
+  Tensor output;         // Relu/AddRelu: the forward's output, in input's layout (the mask)
+  Tensor grad_residual;  // AddRelu, when wanted: the masked grad_out, in input's layout
+  kernels::BnEpilogue epilogue = kernels::BnEpilogue::None;
   int64_t n = 0, c = 0, s = 0;
   bool training = true;
 };

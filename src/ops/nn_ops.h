@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ignis/tensor.h"
+#include "kernels/batch_norm_math.h"
 
 namespace ignis::detail {
 
@@ -110,19 +111,29 @@ struct NormResult {
 };
 struct NormGrads {
   Tensor input, weight, bias;
+  Tensor residual;  // batch norm with the AddRelu epilogue, when asked for
 };
+using kernels::BnEpilogue;
 
 /// input [N, C, ...]; weight/bias/running stats [C] or undefined. Training normalises with the
 /// batch statistics (biased variance) and, when running stats are given, updates them in
 /// place: mean <- (1 - momentum) mean + momentum batch_mean, var likewise with the unbiased
 /// batch variance. Eval normalises with the running stats (required) and returns them as
-/// save_mean / save_invstd so that batch_norm_backward can use them.
+/// save_mean / save_invstd so that batch_norm_backward can use them. epilogue Relu returns
+/// relu(y) and AddRelu relu(y + residual) instead of y, written in the same pass (residual:
+/// the input's shape, dtype and device; ShapeError/DTypeError/DeviceError otherwise).
 NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
                               const Tensor& running_mean, const Tensor& running_var,
-                              bool training, double momentum, double eps);
-/// training = false: the statistics were constants (eval mode).
+                              bool training, double momentum, double eps,
+                              BnEpilogue epilogue = BnEpilogue::None,
+                              const Tensor& residual = Tensor());
+/// training = false: the statistics were constants (eval mode). With an epilogue, `output`
+/// is the forward's output: grad_out is masked where it is not positive, and with
+/// want_residual the masked gradient comes back as the residual's gradient.
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                              const Tensor& save_mean, const Tensor& save_invstd, bool training);
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                              BnEpilogue epilogue = BnEpilogue::None,
+                              const Tensor& output = Tensor(), bool want_residual = false);
 
 /// Normalises over the trailing dims `normalized_shape`; weight/bias of that shape or undefined.
 NormResult layer_norm_forward(const Tensor& input, const Shape& normalized_shape,

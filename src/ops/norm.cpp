@@ -42,9 +42,18 @@ Tensor grad_in_layout(const char* op, const Tensor& grad_out, const Tensor& inpu
 
 NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
                               const Tensor& running_mean, const Tensor& running_var,
-                              bool training, double momentum, double eps) {
-  const char* op = "batch_norm";
-  check_same_dtype_device(op, input, {{"weight", &weight}, {"bias", &bias}});
+                              bool training, double momentum, double eps,
+                              BnEpilogue epilogue, const Tensor& residual) {
+  const char* op = epilogue == BnEpilogue::None   ? "batch_norm"
+                   : epilogue == BnEpilogue::Relu ? "batch_norm_relu"
+                                                  : "batch_norm_add_relu";
+  check_same_dtype_device(op, input, {{"weight", &weight}, {"bias", &bias}, {"residual", &residual}});
+  IGNIS_CHECK(residual.defined() == (epilogue == BnEpilogue::AddRelu), ValueError,
+              "[{}] a residual is given exactly when the epilogue adds one", op);
+  if (residual.defined())
+    IGNIS_CHECK(residual.sizes() == input.sizes(), ShapeError,
+                "[{}] expected a residual of the input's shape {}, got {}", op,
+                shape_str(input.sizes()), shape_str(residual.sizes()));
   const DType cd = nn_compute_dtype(op, input.dtype());
   IGNIS_CHECK(input.dim() >= 2, ShapeError, "[{}] expected an input [N, C, ...] with at least 2 "
               "dimensions, got shape {}", op, shape_str(input.sizes()));
@@ -69,6 +78,8 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
   a.output = empty_in_layout(input.sizes(), cd, input.device(), cl);
   a.weight = maybe_contiguous(weight, cd);
   a.bias = maybe_contiguous(bias, cd);
+  if (residual.defined()) a.residual = to_layout(residual, cd, cl);
+  a.epilogue = epilogue;
   a.n = N, a.c = C, a.s = S;
   a.training = training, a.momentum = momentum, a.eps = eps;
   if (training) {
@@ -90,8 +101,13 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
 }
 
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                              const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                              BnEpilogue epilogue, const Tensor& output, bool want_residual) {
   const char* op = "batch_norm_backward";
+  IGNIS_CHECK(epilogue == BnEpilogue::None || output.defined(), ValueError,
+              "[{}] the ReLU epilogue needs the forward's output", op);
+  IGNIS_CHECK(!want_residual || epilogue == BnEpilogue::AddRelu, ValueError,
+              "[{}] a residual gradient needs the AddRelu epilogue", op);
   const DType cd = nn_compute_dtype(op, input.dtype());
   IGNIS_CHECK(input.dim() >= 2, ShapeError, "[{}] expected an input [N, C, ...], got shape {}",
               op, shape_str(input.sizes()));
@@ -111,6 +127,14 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
   a.grad_input = empty_in_layout(input.sizes(), cd, input.device(), cl);
   a.grad_weight = make_tensor({C}, cd, input.device());
   a.grad_bias = make_tensor({C}, cd, input.device());
+  if (epilogue != BnEpilogue::None) {
+    IGNIS_CHECK(output.sizes() == input.sizes(), ShapeError,
+                "[{}] expected the forward's output of the input's shape {}, got {}", op,
+                shape_str(input.sizes()), shape_str(output.sizes()));
+    a.output = to_layout(output, cd, cl);
+  }
+  if (want_residual) a.grad_residual = empty_in_layout(input.sizes(), cd, input.device(), cl);
+  a.epilogue = epilogue;
   a.n = input.size(0), a.c = C, a.s = spatial_size(input);
   a.training = training;
   if (input.numel() > 0) {
@@ -119,8 +143,9 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
     a.grad_weight.zero_();
     a.grad_bias.zero_();
   }
-  NormGrads r{a.grad_input.to(input.dtype()), Tensor(), Tensor()};
+  NormGrads r{a.grad_input.to(input.dtype()), Tensor(), Tensor(), Tensor()};
   if (weight.defined()) r.weight = a.grad_weight.to(weight.dtype()), r.bias = a.grad_bias.to(weight.dtype());
+  if (want_residual) r.residual = a.grad_residual.to(input.dtype());
   return r;
 }
 
@@ -204,7 +229,7 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& input,
   }
   a.rows = rows, a.cols = cols;
   if (rows > 0 && cols > 0) row_norm_backward_kernel.get(input.device())(a);
-  NormGrads r{a.grad_input.to(input.dtype()), a.grad_weight, a.grad_bias};
+  NormGrads r{a.grad_input.to(input.dtype()), a.grad_weight, a.grad_bias, Tensor()};
   if (weight.defined()) r.weight = r.weight.to(weight.dtype()), r.bias = r.bias.to(weight.dtype());
   return r;
 }
@@ -251,7 +276,7 @@ NormGrads group_norm_backward(const Tensor& grad_out, const Tensor& input, int64
   a.groups = groups, a.channels_per_group = C / groups, a.s = spatial_size(input);
   a.rows = N * groups, a.cols = a.channels_per_group * a.s;
   if (a.rows > 0 && a.cols > 0) row_norm_backward_kernel.get(input.device())(a);
-  NormGrads r{to_layout(a.grad_input, input.dtype(), cl), a.grad_weight, a.grad_bias};
+  NormGrads r{to_layout(a.grad_input, input.dtype(), cl), a.grad_weight, a.grad_bias, Tensor()};
   if (weight.defined()) r.weight = r.weight.to(weight.dtype()), r.bias = r.bias.to(weight.dtype());
   return r;
 }

@@ -1,4 +1,4 @@
-// Convolution (cuDNN), batch norm, pooling, the fused cross-entropy and the fused SGD update
+// Convolution (cuDNN), batch norm (also with its fused ReLU / residual epilogues), pooling, the fused cross-entropy and the fused SGD update
 // on the GPU against the CPU: the same inputs on both devices, the outputs and every input
 // gradient (autograd with a random upstream gradient) compared. float64 agrees to rounding
 // (the CPU's own tests check it against float64 loops and PyTorch); float32 to ~1e-5
@@ -203,6 +203,43 @@ TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
       random_tensor({4}, -0.5, 0.5, 19)};
   expect_like_cpu("batch_norm", affine, in16, kBFloat16);
   expect_like_cpu("batch_norm", affine, in16, kFloat16);
+}
+
+TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  // {8, 3, 40, 40} takes several chunks per channel; the residual follows the input's layout.
+  for (DType t : {kFloat32, kFloat64})
+    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}})
+      for (bool cl : {false, true})
+        for (bool training : {true, false})
+          for (bool residual : {false, true}) {
+            const int64_t C = shape[1];
+            std::vector<Tensor> in{
+                random_tensor(shape, -2, 3, 40),
+                random_tensor({C}, 0.5, 1.5, 41),
+                random_tensor({C}, -0.5, 0.5, 42)};
+            if (residual) in.push_back(random_tensor(shape, -1, 1, 43));
+            Tensor rm_cpu = random_tensor({C}, -0.5, 0.5, 44).to(t), rv_cpu = random_tensor({C}, 0.5, 1.5, 45).to(t);
+            Tensor rm_gpu = rm_cpu.to(kGpu, t), rv_gpu = rv_cpu.to(kGpu, t);
+            const auto fn_with = [=](const Tensor* rm, const Tensor* rv) -> Fn {
+              return [=](const std::vector<Tensor>& v) {
+                Tensor r;
+                if (residual) r = cl ? v[3].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : v[3];
+                return batch_norm_relu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4, r);
+              };
+            };
+            const auto cpu = run_on(Device::cpu(), t, fn_with(&rm_cpu, &rv_cpu), in, cl, 46);
+            const auto gpu = run_on(kGpu, t, fn_with(&rm_gpu, &rv_gpu), in, cl, 46);
+            const double tol = t == kFloat64 ? 1e-10 : 2e-5;
+            const std::string tag = std::string(dtype_name(t)) + (training ? " training" : " eval") +
+                                    (cl ? " channels-last " : " ") + (residual ? "+ residual " : "") +
+                                    detail::shape_str(shape);
+            ASSERT_EQ(cpu.size(), gpu.size());
+            for (size_t i = 0; i < cpu.size(); ++i)
+              EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << tag << " #" << i;
+            EXPECT_TRUE(matches_cpu(rm_gpu, rm_cpu, tol, tol)) << tag << " running_mean";
+            EXPECT_TRUE(matches_cpu(rv_gpu, rv_cpu, tol, tol)) << tag << " running_var";
+          }
 }
 
 TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {

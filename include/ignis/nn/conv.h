@@ -96,6 +96,10 @@ class BatchNorm : public Module {
   BatchNorm(Module* parent, std::string name, int64_t num_features, const BatchNormConfig& config,
             int64_t expected_dims_lo, int64_t expected_dims_hi, const char* type);
   Tensor forward(const Tensor& x) override;
+  /// relu(forward(x) + residual), or relu(forward(x)) without a residual, through the fused
+  /// batch_norm_relu (one node, one pass each way); with sync_group in training mode, the
+  /// composition of SyncBatchNorm's forward, add and relu.
+  Tensor forward_relu(const Tensor& x, const Tensor& residual = Tensor());
   std::string type_name() const override { return type_; }
   std::string extra_repr() const override;
 
@@ -107,6 +111,8 @@ class BatchNorm : public Module {
 
  private:
   void init();
+  /// Checks x, counts the batch (training), and says whether batch statistics normalise.
+  bool begin_forward(const Tensor& x);
   int64_t dims_lo_, dims_hi_;
   const char* type_;
 };
