@@ -208,79 +208,105 @@ void batch_norm_forward(const BatchNormArgs& a) {
   }
 }
 
+/// sg += gm and sgx += gm * xhat over n elements of one channel (kPerChannel: m, is, s0, s1
+/// indexed by element, the channels-last row) for gm the masked gradient. Plain loops over
+/// restrict pointers, so that the compiler vectorises them.
+template <BnEpilogue E, class T>
+void grad_sums_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
+                   int64_t n, const double* __restrict__ m, const double* __restrict__ is,
+                   double* __restrict__ s0, double* __restrict__ s1) {
+  for (int64_t j = 0; j < n; ++j) {
+    const double gm =
+        double(kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]));
+    s0[j] += gm;
+    s1[j] += gm * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
+  }
+}
+
 /// Per channel, in one pass: sg = sum of the masked gradient gm, sgx = sum of gm * xhat.
 template <BnEpilogue E, class T>
 void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, double* sg, double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
   const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
   const T *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
-  auto masked = [&](int64_t i) {
-    return double(kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]));
-  };
+  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
+  const int64_t runs = cl ? N * S : N, len = cl ? C : S;
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(len, 1));
   if (!cl) {
+    // A channel at a time; its sums in 8 lanes of doubles, so the loop vectorises without
+    // reordering anything but these lanes' additions.
     detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+      constexpr int64_t kLanes = 8;
+      double lanes[4][kLanes];
       for (int64_t c = c0; c < c1; ++c) {
-        const double m = double(mean[c]), is = double(invstd[c]);
-        double s0 = 0, s1 = 0;
+        for (auto& l : lanes)
+          for (double& v : l) v = 0;
+        const double mc[kLanes] = {m[c], m[c], m[c], m[c], m[c], m[c], m[c], m[c]};
+        const double ic[kLanes] = {is[c], is[c], is[c], is[c], is[c], is[c], is[c], is[c]};
         for (int64_t n = 0; n < N; ++n) {
-          const int64_t i0 = (n * C + c) * S;
-#pragma omp simd reduction(+ : s0, s1)
-          for (int64_t i = i0; i < i0 + S; ++i) {
-            const double gm = masked(i);
-            s0 += gm;
-            s1 += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
-          }
+          const int64_t i0 = (n * C + c) * S, full = S / kLanes * kLanes;
+          for (int64_t j = 0; j < full; j += kLanes)
+            grad_sums_run<E>(x + i0 + j, g + i0 + j, y ? y + i0 + j : nullptr, kLanes, mc, ic,
+                             lanes[0], lanes[1]);
+          grad_sums_run<E>(x + i0 + full, g + i0 + full, y ? y + i0 + full : nullptr, S - full,
+                           mc, ic, lanes[2], lanes[3]);
         }
+        double s0 = 0, s1 = 0;
+        for (int64_t l = 0; l < kLanes; ++l) s0 += lanes[0][l] + lanes[2][l], s1 += lanes[1][l] + lanes[3][l];
         sg[c] = s0, sgx[c] = s1;
       }
     });
     return;
   }
-  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
-  const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
-  const int64_t chunks = chunks_for(rows, grain);
+  const int64_t chunks = chunks_for(runs, grain);
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
-  parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
-    double* __restrict__ a0 = acc.data() + k * 2 * C;
-    double* __restrict__ a1 = a0 + C;
-    for (int64_t r = r0; r < r1; ++r) {
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) {
-        const double gm = masked(r * C + c);
-        a0[c] += gm;
-        a1[c] += gm * kernels::batch_norm_xhat(double(x[r * C + c]), m[c], is[c]);
-      }
-    }
+  parallel_chunks(runs, grain, [&](int64_t k, int64_t r0, int64_t r1) {
+    double* a0 = acc.data() + k * 2 * C;
+    for (int64_t r = r0; r < r1; ++r)
+      grad_sums_run<E>(x + r * C, g + r * C, y ? y + r * C : nullptr, C, m.data(), is.data(), a0,
+                       a0 + C);
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
   reduce_chunks(acc, chunks, 2 * C, tot.data());
   for (int64_t c = 0; c < C; ++c) sg[c] = tot[c], sgx[c] = tot[C + c];
 }
 
-/// grad_input (and grad_residual = gm when kResidual) in one pass over every element.
+/// Per-channel coefficients of the input gradient, all in double.
+struct GradCoef {
+  std::vector<double> mean, invstd, k, mg, mgx;
+};
+
+/// grad_input (and grad_residual = gm when gr is not null) over n elements; kScalar: one
+/// channel's coefficients at index 0 (NCHW), else one per element (a channels-last row).
+template <BnEpilogue E, bool kScalar, bool kResidual, class T>
+void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
+                    T* __restrict__ gi, T* __restrict__ gr, int64_t n, const double* __restrict__ m,
+                    const double* __restrict__ is, const double* __restrict__ k,
+                    const double* __restrict__ mg, const double* __restrict__ mgx) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t c = kScalar ? 0 : j;
+    const T gm = kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]);
+    const double xhat = kernels::batch_norm_xhat(double(x[j]), m[c], is[c]);
+    gi[j] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
+    if constexpr (kResidual) gr[j] = gm;
+  }
+}
+
 template <BnEpilogue E, bool kResidual, class T>
-void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const double* mean,
-                           const double* invstd, const double* k, const double* mg,
-                           const double* mgx) {
-  const T *__restrict__ x = ptr<T>(a.input), *__restrict__ g = ptr<T>(a.grad_out),
-          *__restrict__ y = ptr<T>(a.output);
-  T* __restrict__ gi = ptr<T>(a.grad_input);
-  T* __restrict__ gr = ptr<T>(a.grad_residual);
-  auto one = [&](int64_t i, int64_t c) {
-    const T gm = kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
-    const double xhat = kernels::batch_norm_xhat(double(x[i]), mean[c], invstd[c]);
-    gi[i] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
-    if constexpr (kResidual) gr[i] = gm;
-  };
+void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const GradCoef& q) {
+  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
+  T* gi = ptr<T>(a.grad_input);
+  T* gr = ptr<T>(a.grad_residual);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
-    if (c >= 0) {
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j) one(i0 + j, c);
-    } else {
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j) one(i0 + j, j);
-    }
+    const T* yr = y ? y + i0 : nullptr;
+    T* grr = gr ? gr + i0 : nullptr;
+    if (c >= 0)
+      grad_apply_run<E, true, kResidual>(x + i0, g + i0, yr, gi + i0, grr, len, &q.mean[c],
+                                         &q.invstd[c], &q.k[c], &q.mg[c], &q.mgx[c]);
+    else
+      grad_apply_run<E, false, kResidual>(x + i0, g + i0, yr, gi + i0, grr, len, q.mean.data(),
+                                          q.invstd.data(), q.k.data(), q.mg.data(), q.mgx.data());
   });
 }
 
@@ -296,18 +322,19 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
   // statistics terms vanish in eval mode, where they were constants.
   const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
-  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C)),
-      k(static_cast<size_t>(C)), mg(static_cast<size_t>(C)), mgx(static_cast<size_t>(C));
+  const size_t width = static_cast<size_t>(C);
+  GradCoef q{std::vector<double>(width), std::vector<double>(width), std::vector<double>(width),
+             std::vector<double>(width), std::vector<double>(width)};
   for (int64_t c = 0; c < C; ++c) {
-    m[c] = double(mean[c]), is[c] = double(invstd[c]);
-    k[c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
-    mg[c] = keep * sg[c] / count;
-    mgx[c] = keep * sgx[c] / count;
+    q.mean[c] = double(mean[c]), q.invstd[c] = double(invstd[c]);
+    q.k[c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
+    q.mg[c] = keep * sg[c] / count;
+    q.mgx[c] = keep * sgx[c] / count;
   }
   if (a.grad_residual.defined())
-    batch_norm_grad_apply<E, true, T>(a, cl, m.data(), is.data(), k.data(), mg.data(), mgx.data());
+    batch_norm_grad_apply<E, true, T>(a, cl, q);
   else
-    batch_norm_grad_apply<E, false, T>(a, cl, m.data(), is.data(), k.data(), mg.data(), mgx.data());
+    batch_norm_grad_apply<E, false, T>(a, cl, q);
 }
 
 template <class T>
