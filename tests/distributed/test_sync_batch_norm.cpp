@@ -119,4 +119,31 @@ TEST(SyncBatchNorm, ConvertMakesAModelsBatchNormsSynchronise) {
   EXPECT_TRUE(all_close(local.bn.running_var, values_of(reference.bn.running_var), kRtol, kAtol));
 }
 
+// A ResNet block normalises through BatchNorm::forward_relu (the fused batch_norm_relu);
+// converted, its three BatchNorms take SyncBatchNorm's statistics and compose the ReLU and
+// the residual add, so the block equals one unconverted block over the concatenated batch.
+TEST(SyncBatchNorm, ConvertedResNetBlockMatchesTheConcatenatedBatch) {
+  ig::models::BasicBlock local(3, 4, 2), reference(3, 4, 2);
+  {
+    nn::StateDict copy;
+    for (const auto& [k, v] : reference.state_dict()) copy.insert(k, v.clone());
+    local.load_state_dict(copy);
+  }
+  EXPECT_EQ(nn::convert_sync_batchnorm(local), 3);
+  ig::Tensor x = random({global_size(), 3, 6, 6}, -1, 1, 500);
+  ig::Tensor g = random({global_size(), 4, 3, 3}, -1, 1, 501);
+  ig::Tensor xr = x.clone().requires_grad_();
+  ig::Tensor yr = reference(xr);
+  (yr * g).sum().backward();
+  ig::Tensor xs = my_slice(x).requires_grad_();
+  ig::Tensor ys = local(xs);
+  (ys * my_slice(g)).sum().backward();
+  EXPECT_TRUE(all_close(ys, values_of(my_slice(yr.detach())), kRtol, kAtol)) << "output";
+  EXPECT_TRUE(all_close(xs.grad(), values_of(my_slice(xr.grad())), kRtol, kAtol))
+      << "input gradient";
+  EXPECT_TRUE(all_close(summed_over_ranks(local.conv1.weight.grad()),
+                        values_of(reference.conv1.weight.grad()), kRtol, kAtol)) << "conv1 gradient";
+  EXPECT_TRUE(all_close(local.bn2.running_var, values_of(reference.bn2.running_var), kRtol, kAtol));
+}
+
 }  // namespace
