@@ -208,31 +208,38 @@ void batch_norm_forward(const BatchNormArgs& a) {
   }
 }
 
-/// sg += gm and sgx += gm * xhat over n elements of one channel (kPerChannel: m, is, s0, s1
-/// indexed by element, the channels-last row) for gm the masked gradient. Plain loops over
+/// sg += gm and sgx += gm * xhat over n elements of one channel (m, is, s0, s1 indexed by
+/// element: a channels-last row, or 8 lanes of one NCHW channel) for gm the masked gradient,
+/// which is also stored to gm_out when given (the residual's gradient). Plain loops over
 /// restrict pointers, so that the compiler vectorises them.
-template <BnEpilogue E, class T>
+template <BnEpilogue E, bool kStore, class T>
 void grad_sums_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                   int64_t n, const double* __restrict__ m, const double* __restrict__ is,
-                   double* __restrict__ s0, double* __restrict__ s1) {
+                   T* __restrict__ gm_out, int64_t n, const double* __restrict__ m,
+                   const double* __restrict__ is, double* __restrict__ s0,
+                   double* __restrict__ s1) {
   for (int64_t j = 0; j < n; ++j) {
-    const double gm =
-        double(kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]));
-    s0[j] += gm;
-    s1[j] += gm * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
+    const T gm = kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]);
+    if constexpr (kStore) gm_out[j] = gm;
+    s0[j] += double(gm);
+    s1[j] += double(gm) * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
   }
 }
 
-/// Per channel, in one pass: sg = sum of the masked gradient gm, sgx = sum of gm * xhat.
-template <BnEpilogue E, class T>
-void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, double* sg, double* sgx) {
+/// Per channel, in one pass: sg = sum of the masked gradient gm, sgx = sum of gm * xhat; with
+/// kStore, gm itself into gm_out.
+template <BnEpilogue E, bool kStore, class T>
+void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, double* sg,
+                          double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
   const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
   const T *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
   std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
-  const int64_t runs = cl ? N * S : N, len = cl ? C : S;
-  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(len, 1));
+  auto run = [&](int64_t i0, int64_t n, const double* mr, const double* ir, double* s0,
+                 double* s1) {
+    grad_sums_run<E, kStore>(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr,
+                             n, mr, ir, s0, s1);
+  };
   if (!cl) {
     // A channel at a time; its sums in 8 lanes of doubles, so the loop vectorises without
     // reordering anything but these lanes' additions.
@@ -246,11 +253,8 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, double* sg, d
         const double ic[kLanes] = {is[c], is[c], is[c], is[c], is[c], is[c], is[c], is[c]};
         for (int64_t n = 0; n < N; ++n) {
           const int64_t i0 = (n * C + c) * S, full = S / kLanes * kLanes;
-          for (int64_t j = 0; j < full; j += kLanes)
-            grad_sums_run<E>(x + i0 + j, g + i0 + j, y ? y + i0 + j : nullptr, kLanes, mc, ic,
-                             lanes[0], lanes[1]);
-          grad_sums_run<E>(x + i0 + full, g + i0 + full, y ? y + i0 + full : nullptr, S - full,
-                           mc, ic, lanes[2], lanes[3]);
+          for (int64_t j = 0; j < full; j += kLanes) run(i0 + j, kLanes, mc, ic, lanes[0], lanes[1]);
+          run(i0 + full, S - full, mc, ic, lanes[2], lanes[3]);
         }
         double s0 = 0, s1 = 0;
         for (int64_t l = 0; l < kLanes; ++l) s0 += lanes[0][l] + lanes[2][l], s1 += lanes[1][l] + lanes[3][l];
@@ -259,13 +263,12 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, double* sg, d
     });
     return;
   }
-  const int64_t chunks = chunks_for(runs, grain);
+  const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
+  const int64_t chunks = chunks_for(rows, grain);
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
-  parallel_chunks(runs, grain, [&](int64_t k, int64_t r0, int64_t r1) {
+  parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
     double* a0 = acc.data() + k * 2 * C;
-    for (int64_t r = r0; r < r1; ++r)
-      grad_sums_run<E>(x + r * C, g + r * C, y ? y + r * C : nullptr, C, m.data(), is.data(), a0,
-                       a0 + C);
+    for (int64_t r = r0; r < r1; ++r) run(r * C, C, m.data(), is.data(), a0, a0 + C);
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
   reduce_chunks(acc, chunks, 2 * C, tot.data());
@@ -277,11 +280,11 @@ struct GradCoef {
   std::vector<double> mean, invstd, k, mg, mgx;
 };
 
-/// grad_input (and grad_residual = gm when gr is not null) over n elements; kScalar: one
+/// grad_input over n elements from the gradient g (masked by y's sign per E); kScalar: one
 /// channel's coefficients at index 0 (NCHW), else one per element (a channels-last row).
-template <BnEpilogue E, bool kScalar, bool kResidual, class T>
+template <BnEpilogue E, bool kScalar, class T>
 void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                    T* __restrict__ gi, T* __restrict__ gr, int64_t n, const double* __restrict__ m,
+                    T* __restrict__ gi, int64_t n, const double* __restrict__ m,
                     const double* __restrict__ is, const double* __restrict__ k,
                     const double* __restrict__ mg, const double* __restrict__ mgx) {
   for (int64_t j = 0; j < n; ++j) {
@@ -289,24 +292,22 @@ void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* _
     const T gm = kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]);
     const double xhat = kernels::batch_norm_xhat(double(x[j]), m[c], is[c]);
     gi[j] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
-    if constexpr (kResidual) gr[j] = gm;
   }
 }
 
-template <BnEpilogue E, bool kResidual, class T>
-void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const GradCoef& q) {
-  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
+template <BnEpilogue E, class T>
+void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const T* g, const T* y,
+                           const GradCoef& q) {
+  const T* x = ptr<T>(a.input);
   T* gi = ptr<T>(a.grad_input);
-  T* gr = ptr<T>(a.grad_residual);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
     const T* yr = y ? y + i0 : nullptr;
-    T* grr = gr ? gr + i0 : nullptr;
     if (c >= 0)
-      grad_apply_run<E, true, kResidual>(x + i0, g + i0, yr, gi + i0, grr, len, &q.mean[c],
-                                         &q.invstd[c], &q.k[c], &q.mg[c], &q.mgx[c]);
+      grad_apply_run<E, true>(x + i0, g + i0, yr, gi + i0, len, &q.mean[c], &q.invstd[c],
+                              &q.k[c], &q.mg[c], &q.mgx[c]);
     else
-      grad_apply_run<E, false, kResidual>(x + i0, g + i0, yr, gi + i0, grr, len, q.mean.data(),
-                                          q.invstd.data(), q.k.data(), q.mg.data(), q.mgx.data());
+      grad_apply_run<E, false>(x + i0, g + i0, yr, gi + i0, len, q.mean.data(), q.invstd.data(),
+                               q.k.data(), q.mg.data(), q.mgx.data());
   });
 }
 
@@ -316,7 +317,13 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   const bool cl = detail::is_channels_last(a.input);
   const T *w = ptr<T>(a.weight), *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
   std::vector<double> sg(static_cast<size_t>(C)), sgx(static_cast<size_t>(C));
-  batch_norm_grad_sums<E, T>(a, cl, sg.data(), sgx.data());
+  // The residual's gradient is the masked gradient: written by the sums pass, it is then the
+  // apply pass's input (one tensor read instead of grad_out and the output).
+  T* gr = ptr<T>(a.grad_residual);
+  if (gr)
+    batch_norm_grad_sums<E, true, T>(a, cl, gr, sg.data(), sgx.data());
+  else
+    batch_norm_grad_sums<E, false, T>(a, cl, nullptr, sg.data(), sgx.data());
   T *gw = ptr<T>(a.grad_weight), *gb = ptr<T>(a.grad_bias);
   for (int64_t c = 0; c < C; ++c) gw[c] = T(sgx[c]), gb[c] = T(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
@@ -331,10 +338,10 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
     q.mg[c] = keep * sg[c] / count;
     q.mgx[c] = keep * sgx[c] / count;
   }
-  if (a.grad_residual.defined())
-    batch_norm_grad_apply<E, true, T>(a, cl, q);
+  if (gr)
+    batch_norm_grad_apply<BnEpilogue::None, T>(a, cl, gr, nullptr, q);
   else
-    batch_norm_grad_apply<E, false, T>(a, cl, q);
+    batch_norm_grad_apply<E, T>(a, cl, ptr<T>(a.grad_out), ptr<T>(a.output), q);
 }
 
 template <class T>
