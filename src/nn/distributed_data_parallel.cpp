@@ -74,7 +74,8 @@ class Reducer {
     views_.reserve(params_.size());
     for (size_t k = 0; k < params_.size(); ++k) {
       const Tensor& p = params_[k].second;
-      views_.push_back(buckets_[bucket_of_[k]].flat.narrow(0, offset_of_[k], p.numel()).view(p.sizes()));
+      const Tensor& flat = buckets_[bucket_of_[k]].flat;
+      views_.push_back(flat.narrow(0, offset_of_[k], p.numel()).view(p.sizes()));
     }
     // Note [DDP averaging before the sum]
     if (!comm_hook_ && group_.size() > 1) prescale_ = 1.0 / group_.size();
@@ -172,6 +173,7 @@ class Reducer {
     while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
       Bucket& b = buckets_[next_launch_++];
       b.hooked = b.flat;
+      // Sum: the gradients were scaled as they entered (Note [DDP averaging before the sum]).
       b.work = comm_hook_ ? comm_hook_(group_, b.hooked)
                           : group_.all_reduce(b.flat, distributed::ReduceOp::Sum, /*async_op=*/true);
     }
