@@ -1,13 +1,29 @@
 // DistributedDataParallel and its Reducer: gradient buckets, the post-accumulate hooks that
-// fill them during backward, and the asynchronous averaging all-reduce of each bucket.
+// fill them during backward, and the asynchronous all-reduce of each bucket.
 //
 // Note [DDP bucket order]: every rank must start the buckets' all-reduces in the same order,
 // or the collectives pair up wrongly. Buckets are launched strictly in bucket index order: a
 // bucket whose gradients are all ready waits for the buckets before it. Since buckets hold the
 // parameters in reverse registration order, the first buckets are usually the first ready.
 // When the last bucket has been launched (inside the last gradient hook of backward) the
-// Reducer waits for all of them and writes the averaged gradients back into the parameters'
-// grad(), so they are final when backward() returns.
+// Reducer waits for all of them, so the gradients are final when backward() returns.
+//
+// Note [DDP gradients as bucket views]: each bucket owns one flat buffer, and each parameter's
+// grad() is a view of its slice of it (PyTorch's gradient_as_bucket_view). Autograd adds a
+// gradient into an existing grad() in place (AccumulateGrad outside create_graph), so once
+// grad() is the view, backward writes straight into the bucket, the all-reduce runs on the
+// buffer in place and nothing is copied out. grad() stops being the view when something
+// replaces the tensor: zero_grad(set_to_none = true) (the default), an optimizer or a scaler
+// that assigns a new one, a create_graph backward. When its gradient is ready the Reducer
+// then copies it into the slice (one pass, as the first backward does) and makes grad() the
+// view again; zero_grad(set_to_none = false) keeps the views and avoids that copy.
+//
+// Note [DDP averaging before the sum]: without a comm_hook the Reducer multiplies each
+// gradient by 1 / world_size as it enters the bucket (in the same pass as the copy, or on the
+// slice the hook has just accumulated into, while it is in cache) and the all-reduce sums:
+// no pass over the whole bucket after the collective. The result is the average up to the
+// rounding of the products (exact for a power-of-two world size). A comm_hook receives the
+// plain local gradients, as its contract says.
 #include "ignis/nn/parallel.h"
 
 #include <unordered_set>
@@ -18,6 +34,7 @@
 #include "core/shape.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "ops/elementwise.h"
 
 namespace ignis::nn {
 namespace detail {
@@ -54,6 +71,14 @@ class Reducer {
       bytes += p.nbytes();
     }
     for (Bucket& b : buckets_) b.flat = zeros({b.numel}, {b.flat_dtype, b.flat_device});
+    views_.reserve(params_.size());
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const Tensor& p = params_[k].second;
+      const Tensor& flat = buckets_[bucket_of_[k]].flat;
+      views_.push_back(flat.narrow(0, offset_of_[k], p.numel()).view(p.sizes()));
+    }
+    // Note [DDP averaging before the sum]
+    if (!comm_hook_ && group_.size() > 1) prescale_ = 1.0 / group_.size();
   }
 
   std::string fail_message(const std::string& what) const {
@@ -86,8 +111,11 @@ class Reducer {
           "parameter {} received a gradient twice in one backward (reused across two "
           "backward passes of one forward?); DDP reduces each gradient once per forward",
           params_[k].first)));
-    mark_ready(k, params_[k].second.grad());
+    mark_ready(k);
   }
+
+  /// The bucket slice that is parameter k's gradient (for inspection and tests).
+  const Tensor& bucket_view(size_t k) const { return views_[k]; }
 
   std::vector<std::vector<std::string>> bucket_names() const {
     std::vector<std::vector<std::string>> out;
@@ -104,52 +132,66 @@ class Reducer {
     int64_t numel = 0;
     DType flat_dtype = kFloat32;
     Device flat_device;
-    Tensor flat;  // the gradients of params, concatenated (contiguous)
+    Tensor flat;  // the gradients of params, concatenated (contiguous); their grad() views it
+    Tensor hooked;  // what the comm_hook was given: it may put another tensor there
     int64_t pending = 0;
     distributed::WorkPtr work;
   };
 
-  Tensor slice(const Bucket& b, size_t k) const {
-    const Tensor& p = params_[k].second;
-    return b.flat.narrow(0, offset_of_[k], p.numel()).view(p.sizes());
+  bool is_bucket_view(const Tensor& g, size_t k) const {
+    const Tensor& v = views_[k];
+    return g.defined() && g.device() == v.device() && g.dtype() == v.dtype() &&
+           g.data_ptr() == v.data_ptr() && g.sizes() == v.sizes() && g.is_contiguous();
   }
 
-  void mark_ready(size_t k, const Tensor& grad) {
+  // Puts parameter k's gradient (scaled, Note [DDP averaging before the sum]) into its slice
+  // and makes grad() the slice (Note [DDP gradients as bucket views]). An undefined gradient
+  // contributes zeros and stays undefined until finish() knows whether any rank had one.
+  void mark_ready(size_t k) {
     NoGradGuard no_grad;
     ready_[k] = true;
-    has_grad_[k] = grad.defined();
+    Tensor& g = params_[k].second.mutable_grad();
+    Tensor& view = views_[k];
+    has_grad_[k] = g.defined();
+    if (!g.defined()) {
+      view.zero_();
+    } else if (is_bucket_view(g, k)) {
+      if (prescale_ != 1) view.mul_(prescale_);
+    } else {
+      if (prescale_ != 1)
+        ignis::detail::binary_op(g, Scalar(prescale_), kernels::BinaryOp::mul,
+                                 kernels::BinaryKind::Arithmetic, "mul", {}, &view);
+      else
+        view.copy_(g);
+      g = view;
+    }
     Bucket& b = buckets_[bucket_of_[k]];
-    Tensor dst = slice(b, k);
-    if (grad.defined())
-      dst.copy_(grad);
-    else
-      dst.zero_();
     if (--b.pending == 0) launch_ready_buckets();
   }
 
   void launch_ready_buckets() {
     while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
       Bucket& b = buckets_[next_launch_++];
-      b.work = comm_hook_ ? comm_hook_(group_, b.flat)
-                          : group_.all_reduce(b.flat, distributed::ReduceOp::Avg, /*async_op=*/true);
+      b.hooked = b.flat;
+      // Sum: the gradients were scaled as they entered (Note [DDP averaging before the sum]).
+      b.work = comm_hook_ ? comm_hook_(group_, b.hooked)
+                          : group_.all_reduce(b.flat, distributed::ReduceOp::Sum, /*async_op=*/true);
     }
     if (next_launch_ == buckets_.size()) finish();
   }
 
-  // Every bucket is in flight: wait for each and write the averages into grad().
+  // Every bucket is in flight: wait for each. The averages are already in the buckets, which
+  // grad() views; a parameter without a local gradient gets the view if another rank had one.
   void finish() {
     NoGradGuard no_grad;
     std::vector<uint8_t> used_anywhere = used_on_any_rank();
     for (Bucket& b : buckets_) {
       b.work->wait();
-      for (size_t k : b.params) {
-        if (!used_anywhere[k]) continue;  // as PyTorch: grad() left as it was
-        Tensor& g = params_[k].second.mutable_grad();
-        if (g.defined())
-          g.copy_(slice(b, k));
-        else
-          g = slice(b, k).clone();
-      }
+      if (b.hooked.impl() != b.flat.impl()) b.flat.copy_(b.hooked);  // the hook's own tensor
+      b.hooked = Tensor();
+      for (size_t k : b.params)
+        if (used_anywhere[k] && !has_grad_[k]) params_[k].second.mutable_grad() = views_[k];
+      // else, as PyTorch, a gradient no rank produced stays undefined
     }
     armed_ = false;
   }
@@ -208,7 +250,7 @@ class Reducer {
         if (e.fn) stack.push_back(e.fn);
     }
     for (size_t k = 0; k < params_.size(); ++k)
-      if (!reached.count(params_[k].second.impl())) mark_ready(k, params_[k].second.grad());
+      if (!reached.count(params_[k].second.impl())) mark_ready(k);
   }
 
   std::vector<std::pair<std::string, Tensor>> params_;
@@ -218,6 +260,8 @@ class Reducer {
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
   std::vector<int64_t> offset_of_;
+  std::vector<Tensor> views_;  // parameter k's slice of its bucket, shaped like the parameter
+  double prescale_ = 1;        // what a gradient is multiplied by as it enters its bucket
   std::vector<bool> ready_;
   std::vector<uint8_t> has_grad_;  // whether parameter k had a gradient when it became ready
   size_t next_launch_ = 0;
@@ -248,7 +292,10 @@ DistributedDataParallel::DistributedDataParallel(Module& module,
   }
   std::vector<std::pair<std::string, Tensor>> trainable;
   for (auto& [name, p] : module_.named_parameters())
-    if (p.requires_grad()) trainable.emplace_back(name, p);
+    if (p.requires_grad()) {
+      trainable.emplace_back(name, p);
+      trainable_names_.push_back(name);
+    }
   reducer_ = std::make_shared<detail::Reducer>(trainable, options_, group);
   // The hooks outlive this wrapper (they cannot be removed): they hold it weakly.
   std::weak_ptr<detail::Reducer> weak = reducer_;
@@ -282,6 +329,13 @@ DistributedDataParallel::NoSyncGuard::~NoSyncGuard() { ddp_.reducer_->sync = pre
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_parameter_names() const {
   return reducer_->bucket_names();
+}
+
+Tensor DistributedDataParallel::gradient_bucket_view(const std::string& name) const {
+  for (size_t k = 0; k < trainable_names_.size(); ++k)
+    if (trainable_names_[k] == name) return reducer_->bucket_view(k);
+  throw ValueError(fmt::format(
+      "[DistributedDataParallel] gradient_bucket_view: no trainable parameter named '{}'", name));
 }
 
 }  // namespace ignis::nn

@@ -1,9 +1,13 @@
 // DistributedDataParallel under mpirun. The oracle is one process training the same model on
 // the whole batch (every rank computes it too, from the same data): after a few SGD steps the
 // DDP replicas must hold its parameters, with one or several buckets, with gradient
-// accumulation under no_sync(), and with a parameter forward never uses.
+// accumulation under no_sync(), with a parameter forward never uses, and with zero_grad
+// either dropping the gradients or zeroing them in place. The gradients must be views into
+// the buckets' flat buffers (Note [DDP gradients as bucket views]): checked by address.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "ignis/ignis.h"
 #include "support/test_support.h"
@@ -58,9 +62,23 @@ void expect_same_parameters(nn::Module& ddp_model, nn::Module& reference, double
   }
 }
 
+// True when every trainable parameter's grad() is the bucket slice DDP reports for it.
+::testing::AssertionResult grads_are_bucket_views(nn::DistributedDataParallel& ddp) {
+  for (const auto& [name, p] : ddp.module().named_parameters()) {
+    if (!p.grad().defined()) continue;
+    if (p.grad().data_ptr() != ddp.gradient_bucket_view(name).data_ptr())
+      return ::testing::AssertionFailure() << name << "'s grad() is not its bucket slice";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+enum class ZeroGrad { SetToNone, InPlace };
+
 // Trains `steps` SGD steps with DDP (accumulating `micro` micro-batches per step, all but the
-// last under no_sync) and the single-process oracle side by side, then compares.
-void train_and_compare(nn::DistributedDataParallelOptions options, int steps, int micro) {
+// last under no_sync) and the single-process oracle side by side, then compares. Between
+// steps both optimizers' zero_grad drops the gradients or zeroes them in place (`zero`).
+void train_and_compare(nn::DistributedDataParallelOptions options, int steps, int micro,
+                       ZeroGrad zero = ZeroGrad::SetToNone) {
   MLP model, reference;
   init_weights_per_rank(model);
   nn::DistributedDataParallel ddp(model, options);
@@ -71,8 +89,8 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
   ig::optim::SGD opt(model.parameters(), sgd);
   ig::optim::SGD ref_opt(reference.parameters(), sgd);
   for (int step = 0; step < steps; ++step) {
-    opt.zero_grad();
-    ref_opt.zero_grad();
+    opt.zero_grad(zero == ZeroGrad::SetToNone);
+    ref_opt.zero_grad(zero == ZeroGrad::SetToNone);
     for (int k = 0; k < micro; ++k) {
       // Not a structured binding: clang 14 (the sanitizer builds) cannot capture one in the
       // lambda below.
@@ -90,6 +108,7 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
         local_loss();
       }
     }
+    EXPECT_TRUE(grads_are_bucket_views(ddp)) << "step " << step;
     opt.step();
     ref_opt.step();
   }
@@ -125,6 +144,18 @@ TEST(DDP, MatchesSingleProcessTrainingManyBuckets) {
 
 TEST(DDP, NoSyncAccumulationMatchesSingleProcess) {
   train_and_compare({.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true}, 3, 3);
+}
+
+// zero_grad(set_to_none = false) keeps the views: backward accumulates into the buckets.
+TEST(DDP, MatchesSingleProcessWithGradientsZeroedInPlace) {
+  train_and_compare({.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true}, 4, 1,
+                    ZeroGrad::InPlace);
+  train_and_compare({.find_unused_parameters = true}, 4, 1, ZeroGrad::InPlace);
+}
+
+TEST(DDP, NoSyncAccumulationIntoTheBucketsMatchesSingleProcess) {
+  train_and_compare({.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true}, 3, 3,
+                    ZeroGrad::InPlace);
 }
 
 TEST(DDP, BucketsFollowReverseRegistrationOrder) {
@@ -266,4 +297,117 @@ TEST(DDP, StateDictKeysGetTheModulePrefix) {
   MLP model;
   nn::DistributedDataParallel ddp(model);
   EXPECT_TRUE(ddp.state_dict().contains("module.fc1.weight"));
+}
+
+// The slices are laid out in bucket order inside one flat buffer per bucket: each parameter's
+// slice starts where the previous one of its bucket ends.
+TEST(DDP, GradientViewsTileEachBucketInOrder) {
+  MLP model;
+  nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = kSmallBucketMb});
+  std::map<std::string, ig::Tensor> params;
+  for (const auto& [name, p] : model.named_parameters()) params[name] = p;
+  for (const auto& bucket : ddp.bucket_parameter_names()) {
+    const float* next = nullptr;
+    for (const auto& name : bucket) {
+      SCOPED_TRACE(name);
+      ig::Tensor v = ddp.gradient_bucket_view(name);
+      EXPECT_EQ(v.sizes(), params.at(name).sizes());
+      if (next) EXPECT_EQ(v.data_ptr<float>(), next);
+      next = v.data_ptr<float>() + params.at(name).numel();
+    }
+  }
+  EXPECT_THROW(ddp.gradient_bucket_view("fc3.weight"), ig::ValueError);
+}
+
+// Once established, the views survive: the optimizer step, zero_grad(false), later backward
+// passes (autograd adds in place) and no_sync backward passes keep grad() at the same address.
+// A gradient accumulated under no_sync is the plain local one (nothing scaled or reduced).
+TEST(DDP, ViewsSurviveStepsAndLocalAccumulation) {
+  MLP model, local;
+  nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = kSmallBucketMb,
+                                          .find_unused_parameters = true});
+  load_from(local, model);
+  ig::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
+  ig::optim::SGD local_opt(local.parameters(), {.lr = 0.1, .momentum = 0.9});
+  const float* fc1_grad = nullptr;
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad(false);
+    auto [x, y] = global_batch(step);
+    ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+    ASSERT_TRUE(grads_are_bucket_views(ddp));
+    if (step == 0) fc1_grad = model.fc1.weight.grad().data_ptr<float>();
+    EXPECT_EQ(model.fc1.weight.grad().data_ptr<float>(), fc1_grad);
+    opt.step();
+    EXPECT_EQ(model.fc1.weight.grad().data_ptr<float>(), fc1_grad);
+  }
+  // The replicas are equal again; a local backward under no_sync accumulates into the bucket
+  // and equals the same model's gradient on the rank's own batch alone.
+  load_from(local, model);
+  opt.zero_grad(false);
+  auto [x, y] = global_batch(7);
+  {
+    auto guard = ddp.no_sync();
+    ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  }
+  ig::nn::functional::cross_entropy(local(local_part(x)), local_part(y)).backward();
+  EXPECT_EQ(model.fc1.weight.grad().data_ptr<float>(), fc1_grad);
+  EXPECT_TRUE(ig::testing::all_close(model.fc1.weight.grad(),
+                                     ig::testing::values_of(local.fc1.weight.grad()), 1e-6,
+                                     1e-7));
+}
+
+// The bucket a comm_hook receives is the buffer the gradients view (the reduction is in
+// place); a hook that returns its result in another tensor still leaves the right averages
+// in grad(), which stay the views.
+TEST(DDP, CommHookWorksOnTheBucketBuffers) {
+  MLP model, reference;
+  init_weights_per_rank(model);
+  std::vector<const void*> hooked;
+  nn::DistributedDataParallel ddp(
+      model, {.bucket_cap_mb = kSmallBucketMb,
+              .find_unused_parameters = true,
+              .comm_hook = [&](dist::ProcessGroup& group, ig::Tensor& bucket) {
+                hooked.push_back(bucket.data_ptr());
+                ig::Tensor elsewhere = bucket.clone();
+                auto work = group.all_reduce(elsewhere, dist::ReduceOp::Avg, true);
+                bucket = elsewhere;
+                return work;
+              }});
+  load_from(reference, model);
+  auto [x, y] = global_batch(0);
+  ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  ig::nn::functional::cross_entropy(reference(x), y).backward();
+  const auto buckets = ddp.bucket_parameter_names();
+  ASSERT_EQ(hooked.size(), buckets.size());
+  for (size_t b = 0; b < buckets.size(); ++b)
+    EXPECT_EQ(hooked[b], ddp.gradient_bucket_view(buckets[b][0]).data_ptr());
+  EXPECT_TRUE(grads_are_bucket_views(ddp));
+  for (auto* layer : {&model.fc1, &model.fc2}) {
+    const auto& ref = layer == &model.fc1 ? reference.fc1 : reference.fc2;
+    EXPECT_TRUE(ig::testing::all_close(layer->weight.grad(),
+                                       ig::testing::values_of(ref.weight.grad()), 1e-5, 1e-7));
+    EXPECT_TRUE(ig::testing::all_close(layer->bias.grad(),
+                                       ig::testing::values_of(ref.bias.grad()), 1e-5, 1e-7));
+  }
+}
+
+// A gradient that something replaced (here by hand, as a scaler or a create_graph backward
+// may) is copied into its slice and grad() becomes the view again.
+TEST(DDP, ReplacedGradientIsTakenBackIntoItsBucket) {
+  MLP model, reference;
+  init_weights_per_rank(model);
+  nn::DistributedDataParallel ddp(model, {.find_unused_parameters = true});
+  load_from(reference, model);
+  auto [x, y] = global_batch(0);
+  ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  ASSERT_TRUE(grads_are_bucket_views(ddp));
+  // Gradients that are not views, holding zeros: the next backward adds onto them.
+  for (ig::Tensor p : model.parameters())
+    if (p.grad().defined()) p.mutable_grad() = ig::zeros(p.sizes());
+  ig::nn::functional::cross_entropy(ddp(local_part(x)), local_part(y)).backward();
+  ig::nn::functional::cross_entropy(reference(x), y).backward();
+  EXPECT_TRUE(grads_are_bucket_views(ddp));
+  EXPECT_TRUE(ig::testing::all_close(model.fc1.weight.grad(),
+                                     ig::testing::values_of(reference.fc1.weight.grad()), 1e-5,
+                                     1e-7));
 }

@@ -3,7 +3,11 @@
 // own share of the batch; during backward the gradients are averaged across ranks, in buckets
 // whose all-reduce starts as soon as the bucket's last gradient is ready, overlapping the
 // communication with the rest of backward. After backward every rank holds the same gradients,
-// so the same optimizer step keeps the replicas equal.
+// so the same optimizer step keeps the replicas equal. After the first backward each
+// parameter's grad() is a view into its bucket (PyTorch's gradient_as_bucket_view): backward
+// accumulates into the bucket and the all-reduce works on it in place, without copies.
+// zero_grad(set_to_none = false) keeps the views; the default (set_to_none) drops them and
+// the next backward copies each gradient into its bucket once and restores them.
 #pragma once
 
 #include <functional>
@@ -28,9 +32,12 @@ struct DistributedDataParallelOptions {
   bool broadcast_buffers = true;
   /// The group to train over; the default group when null.
   std::shared_ptr<distributed::ProcessGroup> process_group;
-  /// Starts the reduction of one bucket (its gradients, concatenated) and returns its Work;
-  /// when that completes, `bucket` must hold the gradients to use, averaged over the ranks
-  /// (PyTorch's register_comm_hook: compression, logging). Default: all_reduce(Avg, async).
+  /// Starts the reduction of one bucket (its local gradients, concatenated) and returns its
+  /// Work; when that completes, `bucket` must hold the gradients to use, averaged over the
+  /// ranks (PyTorch's register_comm_hook: compression, logging), best in place: the
+  /// parameters' grad() are views of it (a hook that puts another tensor into `bucket` costs
+  /// a copy back). Default: each gradient is scaled by 1 / world_size as it enters the
+  /// bucket and the bucket is all-reduced with Sum, asynchronously.
   std::function<distributed::WorkPtr(distributed::ProcessGroup&, Tensor& bucket)> comm_hook;
 };
 
@@ -70,10 +77,15 @@ class DistributedDataParallel : public Module {
 
   /// The parameter names of each bucket, in bucket order (for inspection and tests).
   std::vector<std::vector<std::string>> bucket_parameter_names() const;
+  /// The slice of its bucket's flat buffer that trainable parameter `name` (a name of
+  /// module().named_parameters()) has as its gradient; after a synchronised backward its
+  /// grad() is this view (for inspection and tests). Throws ValueError for an unknown name.
+  Tensor gradient_bucket_view(const std::string& name) const;
 
  private:
   Module& module_;
   DistributedDataParallelOptions options_;
+  std::vector<std::string> trainable_names_;  // in the Reducer's parameter order
   std::shared_ptr<detail::Reducer> reducer_;
 };
 
