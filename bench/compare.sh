@@ -56,12 +56,14 @@ note "load before: $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
 # line appears, stops it (SIGTERM: it saves a checkpoint and exits) and prints a result line.
 ignis_startup() {
   local device=$1 model=$2 log="$out/startup-ignis-$1.log" pid
-  rm -rf "$out/startup-run"
+  # The previous run's log goes first: the loop below could read it before the new process
+  # has opened (and emptied) it.
+  rm -rf "$out/startup-run" "$log"
   "${limit[@]}" "$ignis" train --data fashion-mnist --data-dir "$data_dir" --model "$model" --device "$device" \
     --epochs 1 --profile-startup --out "$out/startup-run" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1200); do  # up to 120 s
-    grep -q '^startup ' "$log" && break
+    grep -qs '^startup ' "$log" && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
