@@ -72,7 +72,8 @@ def step_row(name, model, x, y, warmup, steps, variant, bf16=False):
         graph = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=True)
         with torch.cuda.graph(graph):
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            # Autocast's cache of cast weights must not outlive the capture (PyTorch's notes).
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
                 loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
