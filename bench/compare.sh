@@ -19,7 +19,9 @@
 #   Default: the CPU parts, and the GPU part when nvidia-smi finds a GPU. DIR defaults: build,
 #   and a fresh temporary directory (the raw JSON lines and logs stay there).
 # Env: PARTS="train startup size tta" (CPU parts to run), THREADS ("2"), ROWS (compare_train's),
-#   TTA_EPOCHS (8 on the CPU; GPU_TTA_EPOCHS 4), TARGET (93), DATA_DIR (Fashion-MNIST's idx files)
+#   TTA_EPOCHS (8 on the CPU; GPU_TTA_EPOCHS 4), TARGET (93), DATA_DIR (Fashion-MNIST's idx files),
+#   THREADS also for startup and tta (the first count in it; PyTorch's own default is the
+#   number of physical cores, Ignis's the number of hardware threads, which differ with SMT)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=torch_env.sh
@@ -78,9 +80,15 @@ for line in sys.stdin:
 }
 
 torch_startup() {
-  "${limit[@]}" "${torch_env[@]}" "$python" "$here/time_to_accuracy.py" --startup-only --device "$1" \
+  "${limit[@]}" "${torch_env[@]}" "$python" "$here/time_to_accuracy.py" --startup-only --device "$1" --threads "$threads" \
     --model "$2" --data-dir "$data_dir" 2>>"$out/startup-torch-$1.log"
 }
+
+# Both engines at the same thread count (OMP_NUM_THREADS sizes Ignis's pool and the twin's
+# --threads PyTorch's).
+threads=${THREADS:-2}
+threads=${threads%% *}
+export OMP_NUM_THREADS=$threads
 
 # Time to accuracy of both engines with the same recipe; a result line per engine.
 tta() {
@@ -100,7 +108,7 @@ print(json.dumps({"engine": "ignis", "device": sys.argv[4],
                   "row": "Fashion-MNIST %s, %s epochs: wall time, test accuracy" % (sys.argv[5], sys.argv[6]),
                   "seconds": float(sys.argv[3]) - float(sys.argv[2]), "accuracy": test["test_accuracy"]}))
 PY
-  "${limit[@]}" "${torch_env[@]}" "$python" "$here/time_to_accuracy.py" --device "$device" --model "$model" \
+  "${limit[@]}" "${torch_env[@]}" "$python" "$here/time_to_accuracy.py" --device "$device" --model "$model" --threads "$threads" \
     --epochs "$epochs" --data-dir "$data_dir" 2>"$out/tta-torch-$device.err" |
     tee "$out/tta-torch-$device.log" | "$python" -c '
 import json, sys
