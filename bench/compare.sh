@@ -12,8 +12,8 @@
 #            whether both reached TARGET percent
 #   gpu      (with a GPU) bench/gpu_train and gpu_train.py (eager, CUDA graphs, torch.compile
 #            under a time limit), then startup and tta again on the GPU with ResNet-18
-# The CPU parts take ~25 minutes on 2 cores (tta alone ~8); the GPU part stays within
-# GPU_SECONDS (default 240), each step getting what is left.
+# The CPU parts take about 15 minutes on a quiet 2-core machine (estimated; tta alone ~7); the
+# GPU part stays within GPU_SECONDS (default 240), each step getting what is left.
 #
 # Usage: bench/compare.sh [--cpu] [--gpu] [--build DIR] [--out DIR]
 #   Default: the CPU parts, and the GPU part when nvidia-smi finds a GPU. DIR defaults: build,
