@@ -10,7 +10,8 @@
 # PyTorch runs at its best (torch_env.sh: the OpenMP OpenBLAS and jemalloc).
 #
 # Usage: bench/compare_train.sh [path/to/train_models] [extra args for both, e.g.
-#        --resnet-steps 2]; ROWS="mlp small_cnn" limits the workloads.
+#        --resnet-steps 2]; ROWS="mlp small_cnn" limits the workloads, THREADS="2" the
+#        thread counts (default "1 2").
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,13 +23,13 @@ if [[ ! -x "$ignis_bin" ]]; then
 fi
 # shellcheck source=torch_env.sh
 source "$here/torch_env.sh"
-rows="${ROWS:-gemm mlp small_cnn resnet18_b32 resnet18_b128 resnet18_infer}"
+rows="${ROWS:-gemm mlp small_cnn resnet18_b32 resnet18_b128 resnet18_b128_bf16 resnet18_b128_bf16_cl resnet18_infer}"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq "${ROUNDS:-1}"); do
-  for threads in 1 2; do
+  for threads in ${THREADS:-1 2}; do
     for row in $rows; do
       OMP_NUM_THREADS=$threads "$ignis_bin" --threads "$threads" --only "$row" "$@" | tee -a "$out"
       OMP_NUM_THREADS=$threads "${torch_env[@]}" "$python" "$here/train_models.py" \

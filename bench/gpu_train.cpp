@@ -1,7 +1,11 @@
 // GPU training throughput: the layers the two main workloads run (cuDNN convolution, batch
-// norm, pooling, fused cross-entropy, fused SGD) and whole training steps of the MLP and
-// ResNet-18, one JSON line per row; bench/gpu_train.py prints the same rows for PyTorch, and
-// scripts/gpu-check.sh runs both. Exits 77 without a GPU.
+// norm, pooling, fused cross-entropy, fused SGD) and whole training steps of the issue's
+// workloads, one JSON line per row; bench/gpu_train.py prints the same rows for PyTorch, and
+// bench/compare.sh (run by scripts/gpu-check.sh) sets the two side by side. Exits 77 without
+// a GPU.
+//   step rows: the MLP 10 -> 512 -> 10 at batch 64, models::SmallCNN on [128, 1, 28, 28],
+//     ResNet-18 (CIFAR stem) on [128 | 512, 3, 32, 32] in float32 and under bf16 autocast.
+//     (No channels-last rows yet: Ignis tensors have no such memory format.)
 //   layer rows: median of CUDA-event timed repetitions after a warm-up.
 //   step rows (forward, cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9)
 //     step; random inputs made once on the GPU): `steps` steps queued back to back, then one
@@ -33,12 +37,23 @@ void layer_row(const char* name, double ms) {
 }
 
 /// `steps` training steps of model on (x, y), timed from the first launch to the final
-/// synchronize, after `warmup` steps; prints steps/s and samples/s.
+/// synchronize, after `warmup` steps; prints steps/s and samples/s. With `bf16`, the forward
+/// and the loss run under bfloat16 autocast.
 void step_row(
-    const char* name, nn::Module& model, const Tensor& x, const Tensor& y, int warmup, int steps) {
+    const char* name,
+    nn::Module& model,
+    const Tensor& x,
+    const Tensor& y,
+    int warmup,
+    int steps,
+    bool bf16 = false) {
   optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
   const auto step = [&] {
-    const Tensor loss = F::cross_entropy(model.forward(x), y);
+    Tensor loss;
+    {
+      amp::autocast mixed(kBFloat16, bf16);
+      loss = F::cross_entropy(model.forward(x), y);
+    }
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -51,10 +66,12 @@ void step_row(
   cuda::synchronize();
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print(
-      "{{\"engine\": \"ignis\", \"row\": \"{}\", \"batch\": {}, \"steps_per_s\": {:.2f}, "
-      "\"samples_per_s\": {:.1f}, \"peak_MiB\": {}}}\n",
+      "{{\"engine\": \"ignis\", \"device\": \"cuda\", \"row\": \"{}\", \"batch\": {}, "
+      "\"seconds\": {:.6g}, \"steps_per_s\": {:.2f}, \"samples_per_s\": {:.1f}, "
+      "\"peak_MiB\": {}}}\n",
       name,
       x.size(0),
+      sec / steps,
       steps / sec,
       double(steps) * double(x.size(0)) / sec,
       cuda::memory_stats(0).peak_allocated >> 20);
@@ -118,15 +135,26 @@ int main() {
       randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
       20,
       500);
-  auto resnet =
-      models::resnet18({.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
-  resnet->to(kGpu);
+  const TensorOptions labels_opt(kInt64, kGpu);
+  models::SmallCNN cnn;
+  cnn.to(kGpu);
   step_row(
-      "resnet18_cifar_b256",
-      *resnet,
-      randn({256, 3, 32, 32}, f32),
-      randint(0, 10, {256}, TensorOptions(kInt64, kGpu)),
-      3,
-      20);
+      "small_cnn_b128", cnn, randn({128, 1, 28, 28}, f32), randint(0, 10, {128}, labels_opt), 10, 200);
+  for (const bool bf16 : {false, true})
+    for (const int64_t batch : {128, 512}) {
+      manual_seed(0);
+      auto resnet = models::resnet18(
+          {.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
+      resnet->to(kGpu);
+      const std::string name = fmt::format("resnet18_b{}{}", batch, bf16 ? "_bf16" : "");
+      step_row(
+          name.c_str(),
+          *resnet,
+          randn({batch, 3, 32, 32}, f32),
+          randint(0, 10, {batch}, labels_opt),
+          3,
+          batch == 128 ? 40 : 15,
+          bf16);
+    }
   return 0;
 }

@@ -7,6 +7,8 @@
 //   small_cnn        models::SmallCNN on [128, 1, 28, 28]
 //   resnet18_b32     ResNet-18 (CIFAR stem, 10 classes) on [32, 3, 32, 32]
 //   resnet18_b128    the same on [128, 3, 32, 32]
+//   resnet18_b128_bf16  the same under amp::autocast(kBFloat16) (convolutions and the linear
+//                    layer in bfloat16, the loss and batch-norm statistics in float32)
 //   resnet18_infer   ResNet-18 forward in eval mode under NoGradGuard, batch 128
 //   gemm             matmul 1024^3, the practical fp32 peak the GFLOP/s are set against
 // Each row: warm-up, then repeat until --min-time seconds and 5 repetitions have passed (the
@@ -89,23 +91,30 @@ double resnet18_cifar_flops() {
   return f + 2 * 512.0 * 10;
 }
 
-/// One training step of `model` on (x, y) with `opt`.
+/// One training step of `model` on (x, y) with `opt`; with `bf16`, forward and loss under
+/// bfloat16 autocast (backward follows the dtypes the forward recorded).
 void train_step(ig::nn::Module& model, ig::optim::SGD& opt, const ig::Tensor& x,
-                const ig::Tensor& y) {
-  auto loss = F::cross_entropy(model(x), y);
+                const ig::Tensor& y, bool bf16) {
+  ig::Tensor loss;
+  {
+    ig::amp::autocast mixed(ig::kBFloat16, bf16);
+    loss = F::cross_entropy(model(x), y);
+  }
   opt.zero_grad();
   loss.backward();
   opt.step();
 }
 
 void train_row(const Options& o, const char* row, const char* shape, ig::nn::Module& model,
-               const ig::Shape& xshape, double flops_per_sample, bool resnet) {
+               const ig::Shape& xshape, double flops_per_sample, bool resnet,
+               bool bf16 = false) {
   ig::optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
   const auto x = ig::randn(xshape);
   const auto y = ig::randint(0, 10, {xshape[0]});
   const double n = double(xshape[0]);
-  const double s = resnet ? time_median([&] { train_step(model, opt, x, y); }, 0, 1, o.resnet_steps)
-                          : time_median([&] { train_step(model, opt, x, y); }, o.min_time, 3, 5);
+  const auto step = [&] { train_step(model, opt, x, y, bf16); };
+  const double s = resnet ? time_median(step, 0, 1, o.resnet_steps)
+                          : time_median(step, o.min_time, 3, 5);
   report(o, row, shape, s, n, 3 * flops_per_sample * n);
 }
 
@@ -156,6 +165,11 @@ int main(int argc, char** argv) {
     auto model = resnet18(cifar);
     train_row(o, "resnet18_b128", "[128,3,32,32]", *model, {128, 3, 32, 32},
               resnet18_cifar_flops(), true);
+  }
+  if (wanted(o, "resnet18_b128_bf16")) {
+    auto model = resnet18(cifar);
+    train_row(o, "resnet18_b128_bf16", "[128,3,32,32]", *model, {128, 3, 32, 32},
+              resnet18_cifar_flops(), true, true);
   }
   if (wanted(o, "resnet18_infer")) {
     auto model = resnet18(cifar);

@@ -4,7 +4,10 @@
 Same models (the MLP and small CNN written out here as models.h defines them; torchvision's
 resnet18 with the CIFAR stem: 3x3 stride-1 conv1 and no max-pool), same step (forward,
 cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9) step), same shapes, same timing
-rule and FLOP counts, so compare_train.sh can put the two side by side. peak_rss_mb is VmHWM
+rule and FLOP counts, so compare_train.sh can put the two side by side. The bf16 rows run the
+forward and loss under torch.autocast("cpu", dtype=torch.bfloat16); resnet18_b128_bf16_cl also
+converts the model and input to channels-last (torch.channels_last), which Ignis has no row for
+until its tensors have that memory format. peak_rss_mb is VmHWM
 after the row (the interpreter and torch's libraries included, as a user pays them). A first
 line {"engine":"torch","info":...} names the BLAS and allocator libraries loaded.
 
@@ -79,9 +82,9 @@ class SmallCNN(nn.Module):
         return self.fc2(torch.relu(self.fc1(h.flatten(1))))
 
 
-def resnet18_cifar():
+def resnet18_cifar(in_channels=3):
     m = torchvision.models.resnet18(num_classes=10)
-    m.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+    m.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
     nn.init.kaiming_normal_(m.conv1.weight, mode="fan_out", nonlinearity="relu")
     m.maxpool = nn.Identity()
     return m
@@ -108,12 +111,17 @@ def main():
                           "gflops": flops / s / 1e9, "peak_rss_mb": status_mb("VmHWM"),
                           "base_rss_mb": base_rss}), flush=True)
 
-    def train_row(row, shape, model, xshape, flops_per_sample, resnet):
+    def train_row(row, shape, model, xshape, flops_per_sample, resnet, bf16=False,
+                  channels_last=False):
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         x, y = torch.randn(xshape), torch.randint(0, 10, (xshape[0],))
+        if channels_last:
+            model, x = model.to(memory_format=torch.channels_last), x.to(
+                memory_format=torch.channels_last)
 
         def step():
-            loss = nn.functional.cross_entropy(model(x), y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = nn.functional.cross_entropy(model(x), y)
             opt.zero_grad(set_to_none=True)  # Ignis's default; faster than 1.13's default
             loss.backward()
             opt.step()
@@ -136,6 +144,12 @@ def main():
     if wanted("resnet18_b128"):
         train_row("resnet18_b128", "[128,3,32,32]", resnet18_cifar(), (128, 3, 32, 32),
                   resnet18_cifar_flops(), True)
+    if wanted("resnet18_b128_bf16"):
+        train_row("resnet18_b128_bf16", "[128,3,32,32]", resnet18_cifar(), (128, 3, 32, 32),
+                  resnet18_cifar_flops(), True, bf16=True)
+    if wanted("resnet18_b128_bf16_cl"):
+        train_row("resnet18_b128_bf16_cl", "[128,3,32,32]", resnet18_cifar(), (128, 3, 32, 32),
+                  resnet18_cifar_flops(), True, bf16=True, channels_last=True)
     if wanted("resnet18_infer"):
         m = resnet18_cifar().eval()
         x = torch.randn(128, 3, 32, 32)

@@ -121,21 +121,25 @@ say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$out/cte
 
 # The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
 # by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,
-# then the test report. The run directory is kept under OUTDIR.
+# then the test report, and its start-up (process start to the end of the first step, with
+# the batch-size trials). The run directory is kept under OUTDIR.
 if [ "$(left)" -ge 60 ]; then
   timeout -k 10 "$(cap 120)" "$build/apps/ignis/ignis" train --data synthetic --limit 8192 \
-    --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 \
+    --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 --profile-startup \
     --out "$out/train-resnet18" >"$out/train-resnet18.log" 2>&1
   rc=$?
   say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$out/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
+  say "  $(grep -m1 '^startup ' "$out/train-resnet18.log" || echo 'startup: no line')"
 else
   say "- ignis train on cuda: skipped (time budget spent)"
 fi
 
-# GPU benchmarks (each prints JSON lines); added as the CUDA backend grows.
+# GPU benchmarks (each prints JSON lines); added as the CUDA backend grows. gpu_train runs
+# below, inside bench/compare.sh, next to PyTorch.
 for b in "$build"/bench/gpu_*; do
   [ -x "$b" ] || continue
   name=$(basename "$b")
+  [ "$name" = gpu_train ] && continue
   # A third of what is left at most: the sanitizer runs come next.
   t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
   if [ "$t" -lt 10 ]; then
@@ -145,13 +149,20 @@ for b in "$build"/bench/gpu_*; do
   timeout -k 10 "$t" "$b" >"$out/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
 done
-# The same training rows in this machine's PyTorch, for the side-by-side comparison.
-if "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
-  t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
-  timeout -k 10 "$t" "$py" bench/gpu_train.py >"$out/gpu_train_torch.jsonl" 2>&1
-  say "- bench gpu_train.py (PyTorch): exit $? (gpu_train_torch.jsonl)"
+# Ignis against this machine's PyTorch (eager, CUDA graphs, torch.compile when it finishes in
+# time), start-up and time to accuracy on Fashion-MNIST (carried by gpu-deps.sh), in at most
+# half of what is left (the sanitizer runs come next): bench/compare.sh's table of ratios.
+t=$(($(left) / 2 < 200 ? $(left) / 2 : 200))
+if ! "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+  say "- bench compare.sh: skipped (no torch/torchvision with CUDA)"
+elif [ "$t" -lt 30 ]; then
+  say "- bench compare.sh: skipped (time budget spent)"
 else
-  say "- bench gpu_train.py (PyTorch): skipped (no torch/torchvision with CUDA)"
+  fmnist=$(first "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/fashion-mnist)
+  IGNIS_PYTHON=$py GPU_SECONDS=$t DATA_DIR=${fmnist:-none} timeout -k 10 "$((t + 20))" \
+    bench/compare.sh --gpu --build "$build" --out "$out/compare" >"$out/compare.md" 2>&1
+  say "- bench compare.sh --gpu: exit $? in at most $t s (compare.md, compare/)"
+  grep '^|' "$out/compare.md" | tee -a "$summary"
 fi
 
 # The `cuda` tests under compute-sanitizer: memcheck (out-of-bounds and misaligned device

@@ -214,6 +214,11 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       "Under mpirun: batch-norm statistics over the whole global batch (all processes) instead "
       "of each process's share (SyncBatchNorm); no effect with one process");
   train.add_flag(
+      "--profile-startup",
+      o.profile_startup,
+      "After the first training step, print one line `startup {...}` (JSON): the seconds from "
+      "the process's start to the end of that step, and of each phase on the way");
+  train.add_flag(
       "--detect-anomaly",
       o.detect_anomaly,
       "With a non-finite gradient, also name the first parameter (in registration order) "

@@ -33,6 +33,7 @@
 #include "report.h"
 #include "report_html.h"
 #include "run_dir.h"
+#include "startup_profile.h"
 #include "train_amp.h"
 #include "train_data.h"
 
@@ -275,13 +276,17 @@ nlohmann::json config_json(
 
 int run_train(TrainOptions o, TrainProgress* progress) {
   const auto run_start = Clock::now();
+  StartupProfile startup;
+  startup.mark("launch");  // libraries loaded, static initialisers run, command line parsed
   const bool resuming = !o.resume.empty();
   std::string why;
   ig::Device device = resolve_device(o.device, why);
   const Ranks ranks = join_job(device);
   resolve_defaults(o, device, ranks);
   const int64_t rank_batch = o.batch_size / ranks.size;
+  startup.mark("device");
   TrainData d = load_train_data(o);
+  startup.mark("data");
   const int64_t num_classes = int64_t(d.classes.size());
   if (o.early_stop > 0 && d.val->size() == 0)
     throw UsageError(
@@ -474,6 +479,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     return 128 + sig;
   };
   install_stop_handlers();
+  startup.mark("model");  // model, loaders, optimizer and run directory ready
 
   // Under mpirun the log is written at fixed steps (every rank must join its sums).
   const bool tty = !ranks.distributed() && isatty(STDOUT_FILENO) != 0;
@@ -521,6 +527,12 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       }
       if (!schedule.empty()) schedule.back()->step();
       st.step = step;
+      if (o.profile_startup && !startup.reported() && ranks.leader()) {
+        if (device.is_cuda()) ig::cuda::synchronize();  // the step has finished, not just queued
+        startup.mark("first_step");
+        fmt::print("{}\n", startup.line());
+        std::fflush(stdout);
+      }
       window_samples += batch.size() * ranks.size;
       if (step % log_every == 0 || step == steps_per_epoch || tty) {
         const double dt = seconds_since(window_start);

@@ -4,6 +4,9 @@
 // "none" answers; on a GPU machine, the out-of-range device index.
 #include <fmt/format.h>
 
+#include <fstream>
+#include <string>
+
 #include "ignis/cuda.h"
 #include "ignis/data/dataloader.h"
 #include "support/test_support.h"
@@ -74,6 +77,24 @@ TEST(CudaErrors, PinningAGpuTensorIsRefused) {
   if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   EXPECT_THROW_MSG(
       ones({2}, Device::cuda(0)).pin_memory(), DeviceError, "only CPU tensors can be pinned");
+}
+
+/// Whether a library whose file name contains `name` is mapped into this process.
+bool library_mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find(name) != std::string::npos) return true;
+  return false;
+}
+
+// cuBLASLt (500+ MB) is opened on first use (src/cuda/cublaslt_loader.cpp), not when the
+// process starts: not mapped before its first call, mapped after, and its version query (which
+// needs no GPU) answers through the loaded library. ctest runs each test in its own process.
+TEST(CudaErrors, CublasLtIsOpenedOnFirstUse) {
+  if (!cuda::is_built()) GTEST_SKIP() << "no CUDA backend in this build";
+  EXPECT_FALSE(library_mapped("libcublasLt"));
+  EXPECT_GE(cuda::cublas_version(), 110000);  // cuBLAS 11 and later encode major * 10000
+  EXPECT_TRUE(library_mapped("libcublasLt"));
 }
 
 }  // namespace
