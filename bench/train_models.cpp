@@ -17,7 +17,10 @@
 // peak_rss_mb is the process's VmHWM after the row, so it is the row's peak memory only when
 // the row runs alone (--only row), as compare_train.sh does; base_rss_mb is VmRSS at start.
 //
+// --channels-last lays out the conv models (weights and input batches) channels-last.
+//
 // Usage: train_models [--threads N] [--min-time S] [--resnet-steps N] [--only row,row,...]
+//                     [--channels-last]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +45,7 @@ struct Options {
   int threads = 1;
   double min_time = 1.0;
   int resnet_steps = 3;
+  bool channels_last = false;
   std::vector<std::string> only;  // empty: all rows
 };
 
@@ -60,9 +64,9 @@ void report(const Options& o, const char* row, const char* shape, double sec, do
   std::printf(
       "{\"engine\":\"ignis\",\"row\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"seconds\":%.6g,"
       "\"steps_per_s\":%.6g,\"samples_per_s\":%.6g,\"gflops\":%.4g,\"peak_rss_mb\":%.1f,"
-      "\"base_rss_mb\":%.1f}\n",
+      "\"base_rss_mb\":%.1f,\"channels_last\":%s}\n",
       row, shape, o.threads, sec, 1 / sec, samples / sec, flops / sec / 1e9,
-      proc_status_mb("VmHWM"), g_base_rss);
+      proc_status_mb("VmHWM"), g_base_rss, o.channels_last ? "true" : "false");
   std::fflush(stdout);
 }
 
@@ -108,8 +112,10 @@ void train_step(ig::nn::Module& model, ig::optim::SGD& opt, const ig::Tensor& x,
 void train_row(const Options& o, const char* row, const char* shape, ig::nn::Module& model,
                const ig::Shape& xshape, double flops_per_sample, bool resnet,
                bool bf16 = false) {
+  const bool cl = o.channels_last && xshape.size() == 4;
+  if (cl) model.to(ig::MemoryFormat::channels_last);
   ig::optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
-  const auto x = ig::randn(xshape);
+  const auto x = ig::randn(xshape, cl ? ig::MemoryFormat::channels_last : ig::MemoryFormat::contiguous);
   const auto y = ig::randint(0, 10, {xshape[0]});
   const double n = double(xshape[0]);
   const auto step = [&] { train_step(model, opt, x, y, bf16); };
@@ -127,12 +133,14 @@ int main(int argc, char** argv) {
     if (a == "--threads" && i + 1 < argc) o.threads = std::atoi(argv[++i]);
     else if (a == "--min-time" && i + 1 < argc) o.min_time = std::atof(argv[++i]);
     else if (a == "--resnet-steps" && i + 1 < argc) o.resnet_steps = std::atoi(argv[++i]);
+    else if (a == "--channels-last") o.channels_last = true;
     else if (a == "--only" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string r; std::getline(ss, r, ',');) o.only.push_back(r);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--threads N] [--min-time S] [--resnet-steps N] [--only row,...]\n",
+                   "usage: %s [--threads N] [--min-time S] [--resnet-steps N] [--only row,...] "
+                   "[--channels-last]\n",
                    argv[0]);
       return 2;
     }
@@ -174,8 +182,10 @@ int main(int argc, char** argv) {
   if (wanted(o, "resnet18_infer")) {
     auto model = resnet18(cifar);
     model->eval();
+    if (o.channels_last) model->to(ig::MemoryFormat::channels_last);
     ig::NoGradGuard no_grad;
-    const auto x = ig::randn({128, 3, 32, 32});
+    const auto x = ig::randn({128, 3, 32, 32}, o.channels_last ? ig::MemoryFormat::channels_last
+                                                               : ig::MemoryFormat::contiguous);
     const double s = time_median([&] { (*model)(x); }, 0, 1, o.resnet_steps);
     report(o, "resnet18_infer", "[128,3,32,32]", s, 128, resnet18_cifar_flops() * 128);
   }

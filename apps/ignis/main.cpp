@@ -209,6 +209,11 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       ->check(CLI::IsMember({"off", "bf16", "fp16"}))
       ->capture_default_str();
   train.add_flag(
+      "--channels-last",
+      o.channels_last,
+      "Lay out the model's convolution weights channels-last (NHWC), so every convolution "
+      "and the activations between them run NHWC (cuDNN's and oneDNN's NHWC kernels)");
+  train.add_flag(
       "--sync-bn",
       o.sync_bn,
       "Under mpirun: batch-norm statistics over the whole global batch (all processes) instead "

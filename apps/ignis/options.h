@@ -47,6 +47,7 @@ struct TrainOptions {
   std::string on_nonfinite = "stop";  ///< "stop" or "skip" a step with a NaN/Inf loss or grad
   bool detect_anomaly = false;        ///< name the first parameter with a non-finite gradient
   bool sync_bn = false;               ///< under mpirun: batch norm over the global batch
+  bool channels_last = false;         ///< the model's conv weights (and so activations) NHWC
   int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps
   std::string config;                 ///< --config FILE (already applied when run_train starts)
   std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint

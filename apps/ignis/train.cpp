@@ -231,7 +231,7 @@ nlohmann::json config_json(
     const TrainData& d,
     int64_t params,
     const Ranks& ranks) {
-  return {
+  nlohmann::json config = {
       {"ranks", ranks.size},
       {"model", o.model},
       {"data", o.data},
@@ -270,6 +270,9 @@ nlohmann::json config_json(
       {"parameters", params},
       {"ignis_version", ig::version()},
       {"started_at", timestamp()}};
+  // Written only when on, so that runs from before the option resume with the same config.
+  if (o.channels_last) config["channels_last"] = true;
+  return config;
 }
 
 }  // namespace
@@ -322,6 +325,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
   ig::manual_seed(o.seed);  // initial weights follow the seed
   std::unique_ptr<ig::nn::Module> model = make_model(o.model, d);
   model->to(device);
+  if (o.channels_last) model->to(ig::MemoryFormat::channels_last);
   const int64_t params = model->num_parameters();
   fmt::print("model   {} ({} parameters)\n", o.model, params);
 

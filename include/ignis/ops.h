@@ -18,7 +18,8 @@
 namespace ignis {
 
 // ============================== factories ==================================================
-/// Uninitialised tensor of the given shape. Default dtype float32, device CPU.
+/// Uninitialised tensor of the given shape. Default dtype float32, device CPU, contiguous;
+/// opts.memory_format channels_last (4-D shapes only) gives NHWC strides, preserve a ValueError.
 Tensor empty(const Shape& shape, TensorOptions opts = {});
 Tensor zeros(const Shape& shape, TensorOptions opts = {});
 Tensor ones(const Shape& shape, TensorOptions opts = {});
@@ -33,6 +34,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {}
 /// n x m identity (m defaults to n).
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions opts = {});
 /// The `_like` family: the shape of t, and t's dtype and device unless opts say otherwise.
+/// The layout follows opts.memory_format, by default preserve: t's strides when t is dense
+/// (channels-last, a transpose), else t.suggest_memory_format(), as in PyTorch.
 Tensor empty_like(const Tensor& t, TensorOptions opts = {});
 Tensor zeros_like(const Tensor& t, TensorOptions opts = {});
 Tensor ones_like(const Tensor& t, TensorOptions opts = {});

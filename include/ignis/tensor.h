@@ -28,17 +28,30 @@ class Generator;
 /// Sizes or strides of a tensor, or a list of dimensions.
 using Shape = std::vector<int64_t>;
 
-/// dtype and device of a new tensor. Converts from a DType or a Device, so factories read
-/// `zeros({2, 3})`, `zeros({2, 3}, kFloat64)`, `randn({64, 10}, device)` or
-/// `zeros({2, 3}, {kInt64, Device::cuda()})`. An unset dtype means the factory's default.
+/// The order of a tensor's elements in memory (PyTorch's torch.memory_format).
+/// contiguous: row-major (NCHW for images); channels_last: a 4-D [N, C, H, W] tensor stored
+/// NHWC (strides [HWC, 1, WC, C]); preserve: keep the source's layout (conversions, _like).
+enum class MemoryFormat : uint8_t { contiguous, channels_last, preserve };
+const char* memory_format_name(MemoryFormat f);
+
+/// dtype, device and memory format of a new tensor. Converts from a DType, a Device or a
+/// MemoryFormat, so factories read `zeros({2, 3})`, `zeros({2, 3}, kFloat64)`,
+/// `randn({64, 10}, device)`, `zeros({2, 3}, {kInt64, Device::cuda()})` or
+/// `empty({8, 3, 32, 32}, MemoryFormat::channels_last)`. An unset dtype means the factory's
+/// default; an unset memory format means contiguous (preserve for the _like factories).
 struct TensorOptions {
   std::optional<DType> dtype;
   std::optional<Device> device;
+  std::optional<MemoryFormat> memory_format;
   TensorOptions() = default;
   TensorOptions(DType d) : dtype(d) {}
   TensorOptions(Device dev) : device(dev) {}
+  TensorOptions(MemoryFormat f) : memory_format(f) {}
   TensorOptions(DType d, Device dev) : dtype(d), device(dev) {}
   TensorOptions(Device dev, DType d) : dtype(d), device(dev) {}
+  TensorOptions(DType d, MemoryFormat f) : dtype(d), memory_format(f) {}
+  TensorOptions(Device dev, MemoryFormat f) : device(dev), memory_format(f) {}
+  TensorOptions(DType d, Device dev, MemoryFormat f) : dtype(d), device(dev), memory_format(f) {}
   DType dtype_or(DType fallback) const { return dtype.value_or(fallback); }
   Device device_or(Device fallback) const { return device.value_or(fallback); }
 };
@@ -69,6 +82,15 @@ class Tensor {
   int64_t element_size() const { return itemsize(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
   bool is_contiguous() const;
+  /// True when the elements lie in memory in format's order without gaps, by PyTorch's rule:
+  /// dims of size 1 are ignored, so an [N, 1, H, W] or [N, C, 1, 1] tensor can be contiguous
+  /// in both formats. channels_last is false for tensors that are not 4-D; preserve asks
+  /// is_contiguous().
+  bool is_contiguous(MemoryFormat format) const;
+  /// The layout an op should give results made from this tensor (PyTorch's
+  /// suggest_memory_format): channels_last for a 4-D tensor whose strides order its dims as
+  /// NHWC (ambiguous size-1 cases resolve to contiguous, as in PyTorch), contiguous otherwise.
+  MemoryFormat suggest_memory_format() const;
   /// True when both handles view the same storage.
   bool is_same_storage(const Tensor& other) const;
   /// Address of the first element (storage base + offset).
@@ -96,9 +118,18 @@ class Tensor {
   std::string str() const;
 
   // ---- conversion and copies -----------------------------------------------------------
-  Tensor to(DType t, bool copy = false) const;
-  Tensor to(Device d, bool non_blocking = false, bool copy = false) const;
-  Tensor to(Device d, DType t, bool non_blocking = false, bool copy = false) const;
+  // to() returns this tensor when nothing would change (same dtype and device, copy false,
+  // and format preserve or already suggested by the strides); otherwise a copy laid out in
+  // `format`, where preserve keeps a dense layout (channels-last, a transpose) and makes
+  // anything else contiguous. Recorded for autograd: the gradient flows back unchanged.
+  Tensor to(DType t, bool copy = false, MemoryFormat format = MemoryFormat::preserve) const;
+  Tensor to(Device d, bool non_blocking = false, bool copy = false,
+            MemoryFormat format = MemoryFormat::preserve) const;
+  Tensor to(Device d, DType t, bool non_blocking = false, bool copy = false,
+            MemoryFormat format = MemoryFormat::preserve) const;
+  /// The same values laid out in format (x.to(memory_format=...) in PyTorch). channels_last
+  /// needs a 4-D tensor (ValueError otherwise).
+  Tensor to(MemoryFormat format, bool copy = false) const;
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   /// A copy of this CPU tensor in page-locked (pinned) host memory, from which to(cuda,
@@ -109,7 +140,12 @@ class Tensor {
   bool is_pinned() const;
   /// This tensor if already contiguous, else a contiguous copy.
   Tensor contiguous() const;
-  Tensor clone() const;
+  /// This tensor if is_contiguous(format), else a copy in format (contiguous or
+  /// channels_last; preserve is a ValueError, as in PyTorch).
+  Tensor contiguous(MemoryFormat format) const;
+  /// A copy with its own storage, laid out as `format` (preserve: this tensor's dense
+  /// layout, else contiguous).
+  Tensor clone(MemoryFormat format = MemoryFormat::preserve) const;
   /// Copies src (broadcast to this shape, converted to this dtype) into this tensor.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(const Scalar& value);

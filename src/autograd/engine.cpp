@@ -9,6 +9,8 @@
 #include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/error.h"
+#include "core/memory_format.h"
+#include "core/tensor_impl.h"
 #include "ignis/ops.h"
 
 namespace ignis::detail {
@@ -185,6 +187,24 @@ Edge gradient_edge(const Tensor& t) {
   return {acc, 0};
 }
 
+// Note [Gradient layout follows the leaf]
+// A leaf's grad() takes the leaf's strides when the leaf is dense (a channels-last conv
+// weight gets a channels-last gradient, as PyTorch's AccumulateGrad does), and is contiguous
+// otherwise, so optimizers update parameter, gradient and state in one memory order.
+namespace {
+bool has_leaf_layout(const Tensor& g, const Tensor& leaf) {
+  if (is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()))
+    return g.strides() == leaf.strides() || (g.is_contiguous() && leaf.is_contiguous());
+  return g.is_contiguous();
+}
+Tensor leaf_layout_copy(const Tensor& g, const Tensor& leaf) {
+  Tensor out = is_non_overlapping_and_dense(leaf.sizes(), leaf.strides())
+                   ? make_tensor_preserving(leaf, g.dtype(), g.device())
+                   : make_tensor(g.sizes(), g.dtype(), g.device());
+  return out.copy_(g);  // recorded when g takes part in autograd (create_graph)
+}
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
@@ -195,9 +215,11 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   }
   if (g.dtype() != leaf.dtype() || g.device() != leaf.device()) g = g.to(leaf.device(), leaf.dtype());
   if (!m.grad.defined()) {
-    // Keep the incoming tensor when nothing else holds its storage; else own a copy.
-    const bool unique = g.impl()->storage.use_count() == 1 && g.is_contiguous();
-    m.grad = is_grad_enabled() ? (unique ? g : g.clone()) : (unique ? g.detach() : g.detach().clone());
+    // Keep the incoming tensor when nothing else holds its storage and it is laid out as
+    // the leaf (Note [Gradient layout follows the leaf]); else own a copy in that layout.
+    const bool unique = g.impl()->storage.use_count() == 1 && has_leaf_layout(g, leaf);
+    m.grad = is_grad_enabled() ? (unique ? g : leaf_layout_copy(g, leaf))
+                               : (unique ? g.detach() : leaf_layout_copy(g.detach(), leaf));
   } else if (is_grad_enabled()) {
     m.grad = add(m.grad, g);
   } else {

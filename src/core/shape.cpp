@@ -65,10 +65,13 @@ Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
 }
 
 bool is_contiguous_layout(const Shape& sizes, const Shape& strides) {
+  // An empty tensor is contiguous whatever its strides (PyTorch's rule; channels-last strides
+  // of a shape with a size-0 dim are zeros).
+  for (int64_t s : sizes)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
     if (sizes[d] == 1) continue;
-    if (sizes[d] == 0) return true;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
   }

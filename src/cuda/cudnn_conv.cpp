@@ -154,24 +154,43 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
-/// The three descriptors of one convolution: x [N, C, H, W], w, y [N, O, Ho, Wo]. The filter
-/// is described in x's layout (cuDNN's NHWC kernels want an NHWC filter too).
+/// The three descriptors of one convolution: x [N, C, H, W], w, y [N, O, Ho, Wo]. The call is
+/// NHWC when either activation is channels-last (the front end gives both the same layout;
+/// one of them may have C = 1 and so also be NCHW-contiguous), and the filter is described
+/// in that layout: cuDNN picks its NHWC kernels only for an NHWC filter.
 struct Descs {
   bool nhwc;
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
   Descs(const Tensor& xt, const Tensor& wt, const Tensor& yt, const Conv2dParams& p, const char* op)
-      : nhwc(ignis::detail::is_channels_last(xt)),
+      : nhwc(ignis::detail::is_channels_last(xt) || ignis::detail::is_channels_last(yt)),
         x(xt, op),
         y(yt, op),
         w(wt, nhwc, op),
         conv(p, xt.dtype(), op) {}
 };
 
-/// The weight's memory in the filter layout of d.
+/// The weight's memory in the filter layout of d: a view when the weight is already laid out
+/// so (a channels-last weight for an NHWC call, from Module::to(channels_last)), else a copy.
 Tensor filter_memory(const Tensor& w, const Descs& d) {
-  return d.nhwc ? w.permute({0, 2, 3, 1}).contiguous() : w;
+  return d.nhwc ? w.permute({0, 2, 3, 1}).contiguous() : w.contiguous();
+}
+
+/// Where cuDNN writes the weight gradient for gw: gw's own memory when its layout is d's,
+/// else a buffer in d's filter layout (copied into gw by store_filter_grad).
+Tensor filter_grad_memory(const Tensor& gw, const Descs& d) {
+  if (d.nhwc) {
+    const Tensor as_nhwc = gw.permute({0, 2, 3, 1});
+    return as_nhwc.is_contiguous()
+               ? as_nhwc
+               : ignis::detail::make_tensor(as_nhwc.sizes(), gw.dtype(), gw.device());
+  }
+  return gw.is_contiguous() ? gw : ignis::detail::make_tensor(gw.sizes(), gw.dtype(), gw.device());
+}
+void store_filter_grad(const Tensor& gw, const Tensor& memory, const Descs& d) {
+  if (memory.is_same_storage(gw)) return;
+  Tensor(gw).copy_(d.nhwc ? memory.permute({0, 3, 1, 2}) : memory);
 }
 
 enum class Pass : int { Forward, Data, Filter };
@@ -367,10 +386,7 @@ void backward_filter(
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, gw, gy, p, op);
-  const Tensor gw_memory =
-      d.nhwc ? ignis::detail::make_tensor(
-                   {gw.size(0), gw.size(2), gw.size(3), gw.size(1)}, gw.dtype(), gw.device())
-             : gw;
+  const Tensor gw_memory = filter_grad_memory(gw, d);
   const auto algo =
       cudnnConvolutionBwdFilterAlgo_t(cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
@@ -422,7 +438,7 @@ void backward_filter(
           d.w.d,
           gw_memory.data_ptr()),
       op);
-  if (d.nhwc) Tensor(gw).copy_(gw_memory.permute({0, 3, 1, 2}));
+  store_filter_grad(gw, gw_memory, d);
   if (!gb.defined()) return;
   const Tensor gb4 = gb.view({1, gb.size(0), 1, 1});
   TensorDesc db(gb4, op);

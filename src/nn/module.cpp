@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/shape.h"
+#include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 
 namespace ignis::nn {
@@ -252,6 +253,35 @@ Module& Module::to(DType dtype) {
       [&](Tensor& t, bool is_param) {
         if (!t.defined() || !is_floating(t.dtype()) || t.dtype() == dtype) return;
         replace_tensor(t, is_param, [&](const Tensor& x) { return x.to(dtype); }, done);
+      },
+      true, true);
+  return *this;
+}
+
+namespace {
+/// Points t's own TensorImpl at src's storage and strides (PyTorch's `param.data = src`), so
+/// every handle to t, an optimizer's included, sees the new layout.
+void set_data_in_place(const Tensor& t, const Tensor& src) {
+  detail::TensorImpl& impl = *t.impl();
+  impl.storage = src.impl()->storage;
+  impl.offset = src.impl()->offset;
+  impl.strides = src.impl()->strides;
+}
+}  // namespace
+
+Module& Module::to(MemoryFormat format) {
+  if (format == MemoryFormat::preserve) return *this;
+  NoGradGuard no_grad;
+  std::unordered_set<const void*> done;
+  for_each_tensor(
+      [&](Tensor& t, bool) {
+        // Only 4-D tensors have a channels-last form (conv weights); PyTorch skips the rest.
+        if (!t.defined() || t.dim() != 4 || !done.insert(t.impl()).second) return;
+        for (const Tensor* x : {static_cast<const Tensor*>(&t), &t.grad()}) {
+          if (!x->defined()) continue;
+          const Tensor converted = x->to(format);  // x itself when already in format
+          if (converted.impl() != x->impl()) set_data_in_place(*x, converted);
+        }
       },
       true, true);
   return *this;

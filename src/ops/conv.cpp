@@ -4,6 +4,7 @@
 // src/ops/nn_kernels.h. A transposed convolution is the adjoint of a convolution, so it
 // reuses the three convolution kernels with input and output exchanged.
 #include "ignis/ops.h"
+#include "core/memory_format.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
@@ -93,22 +94,37 @@ Prepared prepare(const char* op, const Tensor& input) {
   return {is_channels_last(input), cd};
 }
 
-/// conv2d's layout: channels-last when the input is, and also for a float32 (or bf16) CPU convolution
-/// with 32 or more output channels over a spatial map. oneDNN 2.6 runs those with its NHWC
-/// brgemm/jit kernels but takes its much slower gemm path for NCHW (the small CNN's 1 -> 32
-/// layer at batch 128: 237 ms forward + weight gradient in NCHW against 66 ms in NHWC, in
-/// oneDNN's own timing), and copying NCHW activations in and out around each call costs about
-/// as much as it gains at 64 channels. So the result
-/// is returned channels-last (the elementwise ops after it keep that layout, and the next
-/// convolution reads it without a copy); only a network's first such layer converts its input.
-/// Forward and backward take the same decision, so gradients arrive in the forward's layout.
+/// conv2d's layout: channels-last when the user chose it for the input or the weight (either
+/// one's strides suggest it, PyTorch's rule for cuDNN and oneDNN), else the backend's
+/// preference (Note [Preferred conv layout], src/ops/nn_kernels.h). Forward and backward take
+/// the same decision, so gradients arrive in the forward's layout.
 Prepared prepare_conv2d(const Tensor& input, const Tensor& weight, const Conv2dParams& p) {
   Prepared pr = prepare("conv2d", input);
-  if (!pr.cl && input.is_cpu() && (pr.cd == kFloat32 || pr.cd == kBFloat16) && p.groups == 1 &&
-      input.dim() == 4 &&
-      weight.dim() == 4 && weight.size(0) >= 32 && input.size(2) * input.size(3) > 1)
-    pr.cl = true;
+  if (pr.cl || input.dim() != 4 || weight.dim() != 4) return pr;
+  pr.cl = input.suggest_memory_format() == MemoryFormat::channels_last ||
+          weight.suggest_memory_format() == MemoryFormat::channels_last;
+  const DeviceType type = input.device().type;
+  if (!pr.cl && conv2d_prefers_channels_last.has(type))
+    pr.cl = conv2d_prefers_channels_last.get(input.device())(
+        {pr.cd, p.groups, input.size(1), weight.size(0), input.size(2), input.size(3)});
   return pr;
+}
+
+/// An activation operand in the call's layout. A tensor that is channels-last-contiguous by
+/// PyTorch's rule (C = 1, or H = W = 1: also NCHW-contiguous) is already in NHWC memory
+/// order; it gets NHWC's own strides as a view, without a copy, because oneDNN matches its
+/// NHWC kernels by exact strides: given the NCHW strides of the small CNN's [128, 1, 28, 28]
+/// batch, a training step took 11-14 s instead of 0.15-0.5 s (one thread, busy machine).
+Tensor activation_operand(const Tensor& t, const Prepared& pr) {
+  if (pr.cl && t.dtype() == pr.cd && t.is_contiguous(MemoryFormat::channels_last))
+    return make_view(t, t.sizes(), channels_last_strides(t.sizes()), t.storage_offset());
+  return to_layout(t, pr.cd, pr.cl);
+}
+
+/// The weight in the compute dtype and its own layout, channels-last or contiguous: kernels
+/// take either, so a model converted with Module::to(channels_last) is never copied back.
+Tensor weight_operand(const Tensor& w, DType cd) {
+  return is_channels_last(w) ? to_layout(w, cd, true) : maybe_contiguous(w, cd);
 }
 
 /// The convolution whose adjoint is the transposed convolution: it maps the transposed
@@ -202,8 +218,8 @@ Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& b
     if (bias.defined()) out.add_(bias.to(pr.cd).view({1, -1, 1, 1}));
     return out.to(input.dtype());
   }
-  conv2d_forward_kernel.get(input.device())(to_layout(input, pr.cd, pr.cl),
-                                            maybe_contiguous(weight, pr.cd),
+  conv2d_forward_kernel.get(input.device())(activation_operand(input, pr),
+                                            weight_operand(weight, pr.cd),
                                             maybe_contiguous(bias, pr.cd), out, p);
   return out.to(input.dtype());
 }
@@ -215,7 +231,7 @@ ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Ten
   check_grad_shape("conv2d", grad_out, {input.size(0), weight.size(0), hw[0], hw[1]});
   check_same_dtype_device("conv2d", input, {{"grad_out", &grad_out}});
   const Prepared pr = prepare_conv2d(input, weight, p);
-  const Tensor g = to_layout(grad_out, pr.cd, pr.cl);
+  const Tensor g = activation_operand(grad_out, pr);
   const bool empty = g.numel() == 0 || input.numel() == 0;
   ConvGrads r;
   if (need.input) {
@@ -223,18 +239,18 @@ ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Ten
     if (empty)
       r.input.zero_();
     else
-      conv2d_backward_input_kernel.get(input.device())(g, maybe_contiguous(weight, pr.cd), r.input,
+      conv2d_backward_input_kernel.get(input.device())(g, weight_operand(weight, pr.cd), r.input,
                                                        p);
     r.input = r.input.to(input.dtype());
   }
   if (need.weight) {
-    r.weight = make_tensor(weight.sizes(), pr.cd, weight.device());
+    r.weight = empty_in_layout(weight.sizes(), pr.cd, weight.device(), is_channels_last(weight));
     Tensor gb = need.bias ? make_tensor({weight.size(0)}, pr.cd, weight.device()) : Tensor();
     if (empty) {
       r.weight.zero_();
       if (gb.defined()) gb = bias_grad(g);
     } else {
-      conv2d_backward_weight_kernel.get(input.device())(g, to_layout(input, pr.cd, pr.cl),
+      conv2d_backward_weight_kernel.get(input.device())(g, activation_operand(input, pr),
                                                         r.weight, gb, p);
     }
     r.weight = r.weight.to(weight.dtype());
@@ -256,7 +272,7 @@ Tensor conv_transpose2d_forward(const Tensor& input, const Tensor& weight, const
     out.zero_();
   else
     conv2d_backward_input_kernel.get(input.device())(to_layout(input, pr.cd, pr.cl),
-                                                     maybe_contiguous(weight, pr.cd), out,
+                                                     weight_operand(weight, pr.cd), out,
                                                      adjoint_params(p));
   if (bias.defined()) out.add_(bias.to(pr.cd).view({1, -1, 1, 1}));
   return out.to(input.dtype());
@@ -279,13 +295,13 @@ ConvGrads conv_transpose2d_backward(const Tensor& grad_out, const Tensor& input,
     if (empty)
       r.input.zero_();
     else
-      conv2d_forward_kernel.get(input.device())(g, maybe_contiguous(weight, pr.cd), Tensor(),
+      conv2d_forward_kernel.get(input.device())(g, weight_operand(weight, pr.cd), Tensor(),
                                                 r.input, cp);
     r.input = r.input.to(input.dtype());
   }
   if (need.weight) {
     // Weight gradient of the convolution whose input is grad_out and whose output is input.
-    r.weight = make_tensor(weight.sizes(), pr.cd, weight.device());
+    r.weight = empty_in_layout(weight.sizes(), pr.cd, weight.device(), is_channels_last(weight));
     if (empty)
       r.weight.zero_();
     else

@@ -1,6 +1,7 @@
 // Copies and conversions: copy_, contiguous, clone, to(dtype), to(device), fill_, zero_.
 #include "autograd/record.h"
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 #include "ops/write_checks.h"
@@ -43,19 +44,50 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  return clone();
+  return clone(MemoryFormat::contiguous);
+}
+
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  IGNIS_CHECK(format != MemoryFormat::preserve, ValueError,
+              "[contiguous] memory format preserve is not supported; use contiguous or "
+              "channels_last");
+  IGNIS_CHECK(defined(), ValueError, "[contiguous] undefined tensor");
+  check_memory_format(sizes(), format, "contiguous");
+  if (is_contiguous(format)) return *this;
+  return clone(format);
 }
 
 namespace {
-/// A copy of x into a new tensor of dtype t on device d, recorded as an identity (the engine
-/// casts the gradient back to x's dtype; the device move is undone here).
-Tensor recorded_copy(const Tensor& x, DType t, Device d, const char* op, bool non_blocking) {
-  Tensor out = make_tensor(x.sizes(), t, d);
+/// A contiguous 1-D view of the elements of a non-overlapping, dense tensor, in memory order.
+Tensor memory_of(const Tensor& t) {
+  return make_view(t, {t.numel()}, {1}, t.storage_offset());
+}
+
+/// Copies x (already converted to out's dtype) into out on another device. A dense x laid
+/// out like out moves as one block; anything else moves as a contiguous staging copy.
+void transfer(const Tensor& out, const Tensor& x, bool non_blocking) {
+  const auto kernel = transfer_kernel.get(out.is_cpu() ? x.device() : out.device());
+  if (x.strides() == out.strides() && is_non_overlapping_and_dense(x.sizes(), x.strides()))
+    return kernel(memory_of(out), memory_of(x), non_blocking);
+  const Tensor staged = x.contiguous();
+  if (out.is_contiguous()) return kernel(out, staged, non_blocking);
+  const Tensor landing = make_tensor(out.sizes(), out.dtype(), out.device());
+  kernel(landing, staged, false);
+  Tensor(out).copy_(landing);
+}
+
+/// A copy of x into a new tensor of dtype t on device d laid out as format, recorded as an
+/// identity (the engine casts the gradient back to x's dtype; the device move is undone
+/// here).
+Tensor recorded_copy(const Tensor& x, DType t, Device d, MemoryFormat format, const char* op,
+                     bool non_blocking) {
+  Tensor out = format == MemoryFormat::preserve
+                   ? make_tensor_preserving(x, t, d)
+                   : make_tensor_in_format(x.sizes(), t, d, format, op);
   {
     GradModeScope no_grad(false);
     if (d == x.device()) out.copy_(x);
-    else if (x.numel() > 0)
-      transfer_kernel.get(d.is_cpu() ? x.device() : d)(out, x.to(t).contiguous(), non_blocking);
+    else if (x.numel() > 0) transfer(out, x.to(t), non_blocking);
   }
   if (needs_grad({&x})) {
     const Device back = x.device();
@@ -67,20 +99,30 @@ Tensor recorded_copy(const Tensor& x, DType t, Device d, const char* op, bool no
 }
 }  // namespace
 
-Tensor Tensor::clone() const { return recorded_copy(*this, dtype(), device(), "clone", false); }
-
-Tensor Tensor::to(DType t, bool copy) const {
-  if (t == dtype() && !copy) return *this;
-  return recorded_copy(*this, t, device(), "to", false);
+Tensor Tensor::clone(MemoryFormat format) const {
+  IGNIS_CHECK(defined(), ValueError, "[clone] undefined tensor");
+  return recorded_copy(*this, dtype(), device(), format, "clone", false);
 }
 
-Tensor Tensor::to(Device d, bool non_blocking, bool copy) const {
-  return to(d, dtype(), non_blocking, copy);
+Tensor Tensor::to(DType t, bool copy, MemoryFormat format) const {
+  return to(device(), t, false, copy, format);
 }
 
-Tensor Tensor::to(Device d, DType t, bool non_blocking, bool copy) const {
-  if (d == device() && t == dtype() && !copy) return *this;
-  return recorded_copy(*this, t, d, "to", non_blocking);
+Tensor Tensor::to(Device d, bool non_blocking, bool copy, MemoryFormat format) const {
+  return to(d, dtype(), non_blocking, copy, format);
+}
+
+Tensor Tensor::to(MemoryFormat format, bool copy) const {
+  return to(device(), dtype(), false, copy, format);
+}
+
+Tensor Tensor::to(Device d, DType t, bool non_blocking, bool copy, MemoryFormat format) const {
+  IGNIS_CHECK(defined(), ValueError, "[to] undefined tensor");
+  check_memory_format(sizes(), format, "to");
+  // PyTorch's to_will_alias: the format asked for is the one the strides already suggest.
+  const bool same_format = format == MemoryFormat::preserve || suggest_memory_format() == format;
+  if (d == device() && t == dtype() && !copy && same_format) return *this;
+  return recorded_copy(*this, t, d, format, "to", non_blocking);
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 
@@ -19,7 +20,8 @@ DType scalar_default(const Scalar& v) {
 
 Tensor empty(const Shape& shape, TensorOptions opts) {
   check_sizes(shape, "empty");
-  return make_tensor(shape, opts.dtype_or(default_dtype()), opts.device_or(Device::cpu()));
+  return make_tensor_in_format(shape, opts.dtype_or(default_dtype()), opts.device_or(Device::cpu()),
+                               opts.memory_format.value_or(MemoryFormat::contiguous), "empty");
 }
 Tensor zeros(const Shape& shape, TensorOptions opts) { return empty(shape, opts).zero_(); }
 Tensor ones(const Shape& shape, TensorOptions opts) { return empty(shape, opts).fill_(1); }
@@ -71,7 +73,12 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, TensorOptions opts) {
 }
 
 Tensor empty_like(const Tensor& t, TensorOptions opts) {
-  return empty(t.sizes(), TensorOptions(opts.dtype_or(t.dtype()), opts.device_or(t.device())));
+  IGNIS_CHECK(t.defined(), ValueError, "[empty_like] undefined tensor");
+  const DType dtype = opts.dtype_or(t.dtype());
+  const Device device = opts.device_or(t.device());
+  const MemoryFormat format = opts.memory_format.value_or(MemoryFormat::preserve);
+  if (format == MemoryFormat::preserve) return make_tensor_preserving(t, dtype, device);
+  return make_tensor_in_format(t.sizes(), dtype, device, format, "empty_like");
 }
 Tensor zeros_like(const Tensor& t, TensorOptions opts) { return empty_like(t, opts).zero_(); }
 Tensor ones_like(const Tensor& t, TensorOptions opts) { return empty_like(t, opts).fill_(1); }

@@ -13,7 +13,8 @@ namespace ignis::detail {
 
 // ---- convolution (filled only when oneDNN is available) -----------------------------------
 // Tensors: input/grad_input [N, C, H, W], weight/grad_weight [O, C / groups, kH, kW]
-// (contiguous), output/grad_out [N, O, Ho, Wo]. Sizes are consistent with p, so that
+// (each NCHW-contiguous or channels-last, independently of the activations), output/grad_out
+// [N, O, Ho, Wo]. Sizes are consistent with p, so that
 // Ho = (H + pad + pad_end - d (k - 1) - 1) / s + 1 exactly (floor); pad_end may be negative
 // (a transposed convolution's output_padding makes rows past the end unused).
 
@@ -29,6 +30,19 @@ inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& weight, const T
 inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& input, const Tensor& grad_weight,
                            const Tensor& grad_bias, const Conv2dParams& p)>
     conv2d_backward_weight_kernel{"conv2d_backward_weight"};
+
+/// What a backend needs to know to prefer a layout for a 2-D convolution.
+struct ConvLayoutQuery {
+  DType compute;  // the dtype the kernels will see
+  int64_t groups, in_channels, out_channels, height, width;
+};
+/// Note [Preferred conv layout]: whether the backend runs this convolution faster with
+/// channels-last activations when the user left input and weight contiguous. conv2d then
+/// returns its result channels-last (the elementwise ops after it keep the layout). A user's
+/// channels-last input or weight always gets channels-last; a device without an entry here
+/// keeps contiguous results.
+inline KernelSlot<bool (*)(const ConvLayoutQuery&)> conv2d_prefers_channels_last{
+    "conv2d layout preference"};
 
 // ---- pooling -------------------------------------------------------------------------------
 // 4-D tensors in either layout (kernels read strides); the stride in p is resolved.

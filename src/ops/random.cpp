@@ -139,16 +139,24 @@ void manual_seed(uint64_t seed) {
   def.manual_seed(seed);
 }
 
+namespace {
+/// opts with dtype t (device and memory format as the caller gave them).
+TensorOptions with_dtype(TensorOptions opts, DType t) {
+  opts.dtype = t;
+  return opts;
+}
+}  // namespace
+
 Tensor rand(const Shape& shape, TensorOptions opts, Generator* gen) {
   const DType t = opts.dtype_or(default_dtype());
   check_floating(t, "rand");
-  return empty(shape, TensorOptions(t, opts.device_or(Device::cpu()))).uniform_(0, 1, gen);
+  return empty(shape, with_dtype(opts, t)).uniform_(0, 1, gen);
 }
 
 Tensor randn(const Shape& shape, TensorOptions opts, Generator* gen) {
   const DType t = opts.dtype_or(default_dtype());
   check_floating(t, "randn");
-  return empty(shape, TensorOptions(t, opts.device_or(Device::cpu()))).normal_(0, 1, gen);
+  return empty(shape, with_dtype(opts, t)).normal_(0, 1, gen);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts,
@@ -161,7 +169,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opts
               "[randint] range [{}, {}) does not fit in {}, which holds the integers [{}, {}]{}",
               low, high, dtype_name(t), lo, hi,
               is_floating(t) ? " exactly" : "");
-  Tensor out = empty(shape, TensorOptions(t, opts.device_or(Device::cpu())));
+  Tensor out = empty(shape, with_dtype(opts, t));
   RandomFillArgs args;
   args.dist = RandomDist::RandInt;
   args.low = low;

@@ -13,11 +13,14 @@ namespace ignis::detail {
 /// location (an expanded tensor), since a write through it would be ill-defined (Note
 /// [Broadcast strides are zero]); then bumps the storage version (Note [Version counter]).
 inline void check_writable_layout(const Tensor& t, const char* op) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    IGNIS_CHECK(!(t.strides()[d] == 0 && t.sizes()[d] > 1), ValueError,
-                "[{}] cannot write into a tensor of shape {} whose dimension {} is broadcast "
-                "(stride 0); call clone() or contiguous() first",
-                op, shape_str(t.sizes()), d);
+  // An empty tensor writes nothing; its zero strides (channels-last strides of a shape with a
+  // size-0 dim, as PyTorch computes them) broadcast nothing.
+  if (t.numel() > 0)
+    for (int64_t d = 0; d < t.dim(); ++d)
+      IGNIS_CHECK(!(t.strides()[d] == 0 && t.sizes()[d] > 1), ValueError,
+                  "[{}] cannot write into a tensor of shape {} whose dimension {} is broadcast "
+                  "(stride 0); call clone() or contiguous() first",
+                  op, shape_str(t.sizes()), d);
   t.impl()->storage->version.fetch_add(1, std::memory_order_relaxed);
 }
 

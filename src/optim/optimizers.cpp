@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "ops/optim_kernels.h"
 #include "ops/write_checks.h"
 #include "ignis/ops.h"
@@ -71,12 +72,20 @@ void SGD::validate(const GroupOptions& o) const {
 }
 
 namespace {
-/// The fused SGD kernel when the device has one and the tensors are plain (contiguous
-/// float32/float64 of one dtype); false leaves the update to the ops below.
+/// True when b lies in memory as a does and a is dense: an update running over both as flat
+/// arrays then pairs the same elements (contiguous, or both channels-last: a weight after
+/// Module::to(channels_last) gets its gradient and state in its own layout).
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  return a.strides() == b.strides() && detail::is_non_overlapping_and_dense(a.sizes(), a.strides());
+}
+
+/// The fused SGD kernel when the device has one and the tensors are plain (float32/float64 of
+/// one dtype in one dense layout); false leaves the update to the ops below.
 bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
   using detail::sgd_update_kernel;
   if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype() ||
-      !p.is_contiguous() || !grad.is_contiguous() || grad.device() != p.device() ||
+      !same_dense_layout(p, grad) || grad.device() != p.device() ||
       !sgd_update_kernel.has(p.device().type))
     return false;
   detail::SgdUpdateArgs a;
@@ -88,7 +97,7 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
       a.first = true;
     }
     Tensor& buf = it->second;
-    if (!buf.is_contiguous() || buf.dtype() != p.dtype()) return false;
+    if (!same_dense_layout(p, buf) || buf.dtype() != p.dtype()) return false;
     a.momentum_buffer = buf.data_ptr();
     detail::check_writable_layout(buf, "SGD");
   }

@@ -112,6 +112,11 @@ class Module {
   /// Converts floating parameters and buffers to dtype (integer buffers such as
   /// num_batches_tracked keep theirs); dtype must be floating (else DTypeError).
   Module& to(DType dtype);
+  /// Lays out every 4-D parameter and buffer (conv weights) and their gradients in format,
+  /// as PyTorch's module.to(memory_format=...); other tensors are left alone and preserve
+  /// changes nothing. The tensors are converted in place (each keeps its identity), so
+  /// optimizers built before still update the model's parameters.
+  Module& to(MemoryFormat format);
   /// Clears (set_to_none) or zeroes every parameter's gradient.
   void zero_grad(bool set_to_none = true);
 
