@@ -179,6 +179,13 @@ int main(int argc, char** argv) {
     train_row(o, "resnet18_b128_bf16", "[128,3,32,32]", *model, {128, 3, 32, 32},
               resnet18_cifar_flops(), true, true);
   }
+  if (wanted(o, "resnet18_b128_bf16_cl")) {
+    auto model = resnet18(cifar);
+    Options cl = o;
+    cl.channels_last = true;
+    train_row(cl, "resnet18_b128_bf16_cl", "[128,3,32,32]", *model, {128, 3, 32, 32},
+              resnet18_cifar_flops(), true, true);
+  }
   if (wanted(o, "resnet18_infer")) {
     auto model = resnet18(cifar);
     model->eval();

@@ -6,8 +6,8 @@ resnet18 with the CIFAR stem: 3x3 stride-1 conv1 and no max-pool), same step (fo
 cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9) step), same shapes, same timing
 rule and FLOP counts, so compare_train.sh can put the two side by side. The bf16 rows run the
 forward and loss under torch.autocast("cpu", dtype=torch.bfloat16); resnet18_b128_bf16_cl also
-converts the model and input to channels-last (torch.channels_last), which Ignis has no row for
-until its tensors have that memory format. peak_rss_mb is VmHWM
+converts the model and input to channels-last (torch.channels_last), as Ignis's row of the same
+name does with MemoryFormat::channels_last. peak_rss_mb is VmHWM
 after the row (the interpreter and torch's libraries included, as a user pays them). A first
 line {"engine":"torch","info":...} names the BLAS and allocator libraries loaded.
 
