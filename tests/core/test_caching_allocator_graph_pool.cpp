@@ -68,8 +68,8 @@ TEST(CachingAllocatorGraphPool, LiveBlocksKeepTheirSegmentUntilFreed) {
   FakeDevice dev(1024 * MiB);
   CachingAllocator a(dev, "fake");
   const auto pool = a.begin_private_pool(5);
-  void* out = a.allocate(4 * KiB, 5);        // the graph's output, still held by the user
-  void* big = a.allocate(3 * MiB, 5);        // a 20 MiB large-pool segment of the graph
+  void* out = a.allocate(4 * KiB, 5);  // the graph's output, still held by the user
+  void* big = a.allocate(3 * MiB, 5);  // a 20 MiB large-pool segment of the graph
   a.end_private_pool(pool);
   a.free(big);
   EXPECT_EQ(a.private_pool_reserved(pool), 22 * MiB);
