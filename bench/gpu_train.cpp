@@ -6,6 +6,8 @@
 //   step rows (forward, cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9)
 //     step; random inputs made once on the GPU): `steps` steps queued back to back, then one
 //     synchronize (no item() in the loop), so the time includes the host's launch cost.
+//   "_graph" step rows: the same step through cuda::capture_step (its warm-up and capture in
+//     the warm-up steps; each timed step copies x and y into the static inputs and replays).
 //   peak_MiB: the caching allocator's peak of live tensors during the row.
 #include <fmt/format.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "ignis/cuda.h"
+#include "ignis/cuda_graph.h"
 #include "ignis/ignis.h"
 #include "ignis/models.h"
 #include "gpu_timing.h"
@@ -33,16 +36,23 @@ void layer_row(const char* name, double ms) {
 }
 
 /// `steps` training steps of model on (x, y), timed from the first launch to the final
-/// synchronize, after `warmup` steps; prints steps/s and samples/s.
-void step_row(
-    const char* name, nn::Module& model, const Tensor& x, const Tensor& y, int warmup, int steps) {
+/// synchronize, after `warmup` steps (captured: through cuda::capture_step); prints steps/s
+/// and samples/s.
+void step_row(const char* name, nn::Module& model, const Tensor& x, const Tensor& y, int warmup,
+              int steps, bool captured = false) {
   optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
-  const auto step = [&] {
-    const Tensor loss = F::cross_entropy(model.forward(x), y);
+  const auto body = [&](const Tensor& xb, const Tensor& yb) {
+    const Tensor loss = F::cross_entropy(model.forward(xb), yb);
     opt.zero_grad();
     loss.backward();
     opt.step();
+    return loss;
   };
+  cuda::CapturedStep graph = cuda::capture_step(body, {.on_fallback = [&](const std::string& m) {
+    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": \"{}\"}}\n", name, m);
+  }});
+  const auto step = [&] { captured ? graph(x, y) : body(x, y); };
+  if (captured) warmup = std::max(warmup, 5);  // 3 eager warm-ups, the capture, a replay
   for (int i = 0; i < warmup; ++i) step();
   cuda::synchronize();
   cuda::reset_peak_memory_stats(0);
@@ -118,6 +128,14 @@ int main() {
       randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
       20,
       500);
+  step_row(
+      "mlp_b64_graph",
+      mlp,
+      randn({64, 10}, f32),
+      randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
+      20,
+      500,
+      /*captured=*/true);
   auto resnet =
       models::resnet18({.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
   resnet->to(kGpu);
