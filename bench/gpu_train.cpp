@@ -10,6 +10,8 @@
 //   step rows (forward, cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9)
 //     step; random inputs made once on the GPU): `steps` steps queued back to back, then one
 //     synchronize (no item() in the loop), so the time includes the host's launch cost.
+//   "_graph" step rows: the same step through cuda::capture_step (its warm-up and capture in
+//     the warm-up steps; each timed step copies x and y into the static inputs and replays).
 //   peak_MiB: the caching allocator's peak of live tensors during the row.
 #include <fmt/format.h>
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "ignis/cuda.h"
+#include "ignis/cuda_graph.h"
 #include "ignis/ignis.h"
 #include "ignis/models.h"
 #include "gpu_timing.h"
@@ -37,27 +40,27 @@ void layer_row(const char* name, double ms) {
 }
 
 /// `steps` training steps of model on (x, y), timed from the first launch to the final
-/// synchronize, after `warmup` steps; prints steps/s and samples/s. With `bf16`, the forward
-/// and the loss run under bfloat16 autocast.
-void step_row(
-    const char* name,
-    nn::Module& model,
-    const Tensor& x,
-    const Tensor& y,
-    int warmup,
-    int steps,
-    bool bf16 = false) {
+/// synchronize, after `warmup` steps (captured: through cuda::capture_step); prints steps/s
+/// and samples/s. With `bf16`, the forward and the loss run under bfloat16 autocast.
+void step_row(const char* name, nn::Module& model, const Tensor& x, const Tensor& y, int warmup,
+              int steps, bool bf16 = false, bool captured = false) {
   optim::SGD opt(model.parameters(), {.lr = 0.01, .momentum = 0.9});
-  const auto step = [&] {
+  const auto body = [&](const Tensor& xb, const Tensor& yb) {
     Tensor loss;
     {
       amp::autocast mixed(kBFloat16, bf16);
-      loss = F::cross_entropy(model.forward(x), y);
+      loss = F::cross_entropy(model.forward(xb), yb);
     }
     opt.zero_grad();
     loss.backward();
     opt.step();
+    return loss;
   };
+  cuda::CapturedStep graph = cuda::capture_step(body, {.on_fallback = [&](const std::string& m) {
+    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": \"{}\"}}\n", name, m);
+  }});
+  const auto step = [&] { captured ? graph(x, y) : body(x, y); };
+  if (captured) warmup = std::max(warmup, 5);  // 3 eager warm-ups, the capture, a replay
   for (int i = 0; i < warmup; ++i) step();
   cuda::synchronize();
   cuda::reset_peak_memory_stats(0);
@@ -66,10 +69,11 @@ void step_row(
   cuda::synchronize();
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print(
-      "{{\"engine\": \"ignis\", \"device\": \"cuda\", \"row\": \"{}\", \"batch\": {}, "
-      "\"seconds\": {:.6g}, \"steps_per_s\": {:.2f}, \"samples_per_s\": {:.1f}, "
+      "{{\"engine\": \"ignis\", \"device\": \"cuda\", \"row\": \"{}\", \"variant\": \"{}\", "
+      "\"batch\": {}, \"seconds\": {:.6g}, \"steps_per_s\": {:.2f}, \"samples_per_s\": {:.1f}, "
       "\"peak_MiB\": {}}}\n",
       name,
+      captured ? "graphs" : "eager",
       x.size(0),
       sec / steps,
       steps / sec,
@@ -135,6 +139,17 @@ int main() {
       randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
       20,
       500);
+  // The same row captured (as `ignis train` runs it on a GPU): ratio_table.py keeps Ignis's
+  // faster variant of each row, and the line says which.
+  step_row(
+      "mlp_b64",
+      mlp,
+      randn({64, 10}, f32),
+      randint(0, 10, {64}, TensorOptions(kInt64, kGpu)),
+      20,
+      500,
+      /*bf16=*/false,
+      /*captured=*/true);
   const TensorOptions labels_opt(kInt64, kGpu);
   models::SmallCNN cnn;
   cnn.to(kGpu);

@@ -4,8 +4,10 @@
 Reads result lines ({"engine": "ignis"|"torch", "row": ..., and a cost: "seconds" per step or
 for the whole task, or "bytes"}) from the files named, skipping other lines. A row's key is its
 name, its device ("cpu" unless given) and its thread count when given; PyTorch lines may name a
-"variant" (eager, graphs, compile). Where a row was measured more than once, the lowest cost
-counts (the round least disturbed by the rest of the machine). Each PyTorch variant gets a
+"variant" (eager, graphs, compile); Ignis's lines may too (eager, or graphs for a step run
+through cuda::capture_step), and its faster one is shown, marked "captured" when so. Where a
+row was measured more than once, the lowest cost counts (the round least disturbed by the rest
+of the machine). Each PyTorch variant gets a
 column and a ratio column: PyTorch's cost / Ignis's cost, so > 1 means Ignis is ahead. Peak
 memory (peak_MiB on a GPU, peak_rss_mb on the CPU) is shown as Ignis / PyTorch eager.
 
@@ -72,7 +74,7 @@ def main(paths):
         ig = e.get("ignis")
         cells = [row + ("" if "note" not in (ig or {}) else " (%s)" % ig["note"]),
                  device + ("" if threads is None else ", %d thread%s" % (threads, "s" * (threads > 1))),
-                 shown(ig)]
+                 shown(ig) + (" (captured)" if (ig or {}).get("variant") == "graphs" else "")]
         for v, _ in used:
             pt = e.get(v)
             cells.append(shown(pt))

@@ -218,6 +218,14 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       o.sync_bn,
       "Under mpirun: batch-norm statistics over the whole global batch (all processes) instead "
       "of each process's share (SyncBatchNorm); no effect with one process");
+  train
+      .add_option(
+          "--cuda-graphs",
+          o.cuda_graphs,
+          "On a GPU, capture the whole training step into a CUDA graph and replay it (auto: "
+          "when the run allows it, falling back to eager steps with a message); off: eager")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   train.add_flag(
       "--profile-startup",
       o.profile_startup,

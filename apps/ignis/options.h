@@ -46,6 +46,7 @@ struct TrainOptions {
   int64_t early_stop = 0;   ///< 0 = off; else stop after N epochs without a better validation
   std::string on_nonfinite = "stop";  ///< "stop" or "skip" a step with a NaN/Inf loss or grad
   bool detect_anomaly = false;        ///< name the first parameter with a non-finite gradient
+  std::string cuda_graphs = "auto";   ///< "auto": capture the step on a GPU when allowed; "off"
   bool sync_bn = false;               ///< under mpirun: batch norm over the global batch
   bool channels_last = false;         ///< the model's conv weights (and so activations) NHWC
   int64_t checkpoint_every = 0;       ///< 0 = only after each epoch; else also every N steps

@@ -36,6 +36,7 @@
 #include "startup_profile.h"
 #include "train_amp.h"
 #include "train_data.h"
+#include "train_graph.h"
 
 namespace ig = ignis;
 namespace F = ignis::nn::functional;
@@ -449,6 +450,10 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     ddp = std::make_unique<ig::nn::DistributedDataParallel>(*model);
   }
   ig::nn::Module& trained = ddp ? static_cast<ig::nn::Module&>(*ddp) : *model;
+  // The step as one CUDA graph where the run allows it (train_graph.h).
+  std::unique_ptr<GraphedStep> graphed;
+  if (GraphedStep::eligible(o, device, ranks.distributed(), amp))
+    graphed = std::make_unique<GraphedStep>(trained, *optimizer, o, amp);
   // A collective when distributed: every rank calls it at the same step.
   auto checkpoint = [&] {
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
@@ -501,8 +506,15 @@ int run_train(TrainOptions o, TrainProgress* progress) {
         continue;
       }
       if (progress) progress->epoch = epoch, progress->step = step + 1;
-      optimizer->zero_grad();
-      StepResult r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
+      StepResult r;
+      const bool graph_step =
+          graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct, r.finite);
+      if (graph_step) {
+        r.loss_finite = r.finite;
+      } else {
+        optimizer->zero_grad();
+        r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
+      }
       ++step;
       bool stop_now = stop_signal() != 0;
       if (ranks.distributed()) {  // every rank takes or skips the step, or stops, together
@@ -522,7 +534,8 @@ int run_train(TrainOptions o, TrainProgress* progress) {
             r.bad_param.empty() ? ""
                                 : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
       // Under --amp fp16 the scaler may still skip the step (overflowing gradients).
-      if (r.finite && amp.step(*optimizer)) {
+      // A captured step has already stepped (it runs only with --on-nonfinite stop).
+      if (r.finite && (graph_step || amp.step(*optimizer))) {
         st.loss_sum = st.loss_sum.defined() ? st.loss_sum + r.loss_sum : r.loss_sum;
         st.correct_sum = st.correct_sum.defined() ? st.correct_sum + r.correct : r.correct;
         st.seen += batch.size();

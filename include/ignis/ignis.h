@@ -4,6 +4,7 @@
 #include "ignis/amp.h"
 #include "ignis/autograd.h"
 #include "ignis/cuda.h"
+#include "ignis/cuda_graph.h"
 #include "ignis/device.h"
 #include "ignis/distributed.h"
 #include "ignis/dtype.h"

@@ -3,6 +3,7 @@
 #include "core/caching_allocator.h"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include "core/error.h"
@@ -16,6 +17,7 @@ struct CachingAllocator::Block {
   size_t requested = 0;  // bytes asked for while live
   RawMemory::Stream stream = 0;
   bool small = false;  // pool of the segment
+  PrivatePool* owner = nullptr;  // the graph pool of the segment, null for the shared pools
   bool allocated = false;
   int pending_events = 0;  // events still guarding this freed block
   Block* prev = nullptr;   // neighbours in the same segment
@@ -43,19 +45,30 @@ CachingAllocator::~CachingAllocator() {
   pending_.clear();
   for (Pool* pool : {&small_, &large_})
     for (Block* b : *pool) delete b;  // the memory itself may already be gone with the device
+  for (auto& [id, pp] : private_)
+    for (Pool* pool : {&pp.small, &pp.large})
+      for (Block* b : *pool) delete b;
   for (auto& [ptr, b] : live_) delete b;
+}
+
+CachingAllocator::Pool& CachingAllocator::pool_of(PrivatePool* owner, bool small) {
+  if (owner) return small ? owner->small : owner->large;
+  return small ? small_ : large_;
 }
 
 void* CachingAllocator::allocate(size_t nbytes, RawMemory::Stream stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  process_events(false);
+  if (!capture_underway()) process_events(false);  // no event queries during a capture
   const size_t rounded = round_size(nbytes);
   const bool small = rounded <= kSmallLimit;
-  Block* b = find_free(pool_of(small), rounded, stream);
+  const auto route = routing_.find(stream);
+  PrivatePool* owner = route == routing_.end() ? nullptr : route->second;
+  Pool& pool = pool_of(owner, small);
+  Block* b = find_free(pool, rounded, stream);
   if (b) {
-    pool_of(small).erase(b);
+    pool.erase(b);
   } else {
-    b = new_segment(rounded, stream, nbytes);
+    b = new_segment(rounded, stream, nbytes, owner);
   }
   split(b, rounded);
   b->allocated = true;
@@ -78,10 +91,10 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, size_t rounded,
 }
 
 CachingAllocator::Block* CachingAllocator::new_segment(size_t rounded, RawMemory::Stream stream,
-                                                       size_t requested) {
+                                                       size_t requested, PrivatePool* owner) {
   const size_t seg = segment_size(rounded);
   void* p = raw_.allocate(seg);
-  if (!p) {
+  if (!p && !capture_underway()) {
     // Out of memory: give back every cached segment (after the pending frees complete) and
     // try once more.
     ++stats_.retries;
@@ -95,6 +108,8 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t rounded, RawMemory
   b->size = seg;
   b->stream = stream;
   b->small = rounded <= kSmallLimit;
+  b->owner = owner;
+  if (owner) owner->reserved += seg;
   ++stats_.raw_allocations;
   stats_.reserved += seg;
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
@@ -111,12 +126,13 @@ void CachingAllocator::split(Block* b, size_t rounded) {
   r->size = rest;
   r->stream = b->stream;
   r->small = b->small;
+  r->owner = b->owner;
   r->prev = b;
   r->next = b->next;
   if (b->next) b->next->prev = r;
   b->next = r;
   b->size = rounded;
-  pool_of(r->small).insert(r);
+  pool_of(r->owner, r->small).insert(r);
 }
 
 void CachingAllocator::free(void* ptr) {
@@ -154,7 +170,7 @@ void CachingAllocator::record_stream(void* ptr, RawMemory::Stream stream) {
 }
 
 void CachingAllocator::return_to_pool(Block* b) {
-  Pool& pool = pool_of(b->small);
+  Pool& pool = pool_of(b->owner, b->small);
   const auto mergeable = [](const Block* n) {
     return n && !n->allocated && n->pending_events == 0;
   };
@@ -176,6 +192,28 @@ void CachingAllocator::return_to_pool(Block* b) {
     delete n;
   }
   pool.insert(b);
+  release_if_orphaned(b);
+}
+
+void CachingAllocator::release_if_orphaned(Block* b) {
+  PrivatePool* owner = b->owner;
+  if (!owner || !owner->released || b->prev || b->next || capture_underway()) return;
+  pool_of(owner, b->small).erase(b);
+  release_segment(b);
+  if (owner->reserved == 0)
+    for (auto it = private_.begin(); it != private_.end(); ++it)
+      if (&it->second == owner) {
+        private_.erase(it);
+        break;
+      }
+}
+
+void CachingAllocator::release_segment(Block* b) {
+  raw_.release(b->ptr, b->size);
+  ++stats_.raw_releases;
+  stats_.reserved -= b->size;
+  if (b->owner) b->owner->reserved -= b->size;
+  delete b;
 }
 
 void CachingAllocator::process_events(bool wait) {
@@ -193,27 +231,76 @@ void CachingAllocator::process_events(bool wait) {
   pending_.resize(kept);
 }
 
-void CachingAllocator::release_free_segments() {
-  for (Pool* pool : {&small_, &large_}) {
-    for (auto it = pool->begin(); it != pool->end();) {
-      Block* b = *it;
-      if (b->prev || b->next) {
-        ++it;
-        continue;
-      }
-      raw_.release(b->ptr, b->size);
-      ++stats_.raw_releases;
-      stats_.reserved -= b->size;
-      it = pool->erase(it);
-      delete b;
+void CachingAllocator::release_whole_segments(Pool& pool) {
+  for (auto it = pool.begin(); it != pool.end();) {
+    Block* b = *it;
+    if (b->prev || b->next) {
+      ++it;
+      continue;
     }
+    it = pool.erase(it);
+    release_segment(b);
+  }
+}
+
+void CachingAllocator::release_free_segments() {
+  release_whole_segments(small_);
+  release_whole_segments(large_);
+  // Pools of graphs that are gone; the live graphs' pools keep their memory.
+  for (auto it = private_.begin(); it != private_.end();) {
+    PrivatePool& pool = it->second;
+    if (pool.released) {
+      release_whole_segments(pool.small);
+      release_whole_segments(pool.large);
+    }
+    it = pool.released && pool.reserved == 0 ? private_.erase(it) : std::next(it);
   }
 }
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (capture_underway()) return;  // waiting and cudaFree are not allowed during a capture
   process_events(true);
   release_free_segments();
+}
+
+CachingAllocator::PoolId CachingAllocator::begin_private_pool(RawMemory::Stream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  IGNIS_CHECK(!routing_.contains(stream), ValueError,
+              "[{} allocator] this stream is already being captured into a graph", label_);
+  const PoolId id = next_pool_++;
+  PrivatePool& pool = private_[id];
+  pool.stream = stream;
+  routing_[stream] = &pool;
+  return id;
+}
+
+void CachingAllocator::end_private_pool(PoolId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = private_.find(id);
+  if (it == private_.end() || !it->second.routing) return;
+  it->second.routing = false;
+  routing_.erase(it->second.stream);
+}
+
+void CachingAllocator::release_private_pool(PoolId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = private_.find(id);
+  if (it == private_.end()) return;
+  PrivatePool& pool = it->second;
+  if (pool.routing) routing_.erase(pool.stream);
+  pool.routing = false;
+  pool.released = true;
+  if (capture_underway()) return;  // another capture: released by a later free or empty_cache
+  release_whole_segments(pool.small);
+  release_whole_segments(pool.large);
+  if (pool.reserved == 0) private_.erase(it);
+}
+
+size_t CachingAllocator::private_pool_reserved(PoolId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = private_.find(id);
+  return it == private_.end() ? 0 : it->second.reserved;
 }
 
 CachingAllocatorStats CachingAllocator::stats() const {
@@ -221,6 +308,7 @@ CachingAllocatorStats CachingAllocator::stats() const {
   CachingAllocatorStats s = stats_;
   s.live_blocks = live_.size();
   s.cached_blocks = small_.size() + large_.size();
+  for (const auto& [id, pool] : private_) s.cached_blocks += pool.small.size() + pool.large.size();
   return s;
 }
 

@@ -23,6 +23,18 @@
 // - When the raw allocation fails, every cached segment that is wholly free is released and
 //   the allocation is tried once more; a second failure throws OutOfMemoryError with the
 //   requested, free, allocated and reserved bytes.
+//
+// Note [Graph memory pools]
+// A CUDA graph replays its kernels on the addresses they had at capture, so memory that a
+// captured kernel touches must stay the graph's for as long as the graph lives. While a graph
+// is captured, allocations on the capturing stream come from a private pool opened for it
+// (begin_private_pool): its own segments, its own free lists. Blocks freed during or after
+// the capture go back to that pool, and eager allocations never look there, so no eager
+// tensor can be given memory the graph will write on replay. When the graph is destroyed
+// (release_private_pool), the pool's wholly free segments are released at once and the others
+// as their last live block (a tensor the user still holds) is freed. While any capture is
+// under way the allocator neither queries nor waits for events and releases nothing (CUDA
+// forbids those calls during capture); an out-of-memory then throws without retrying.
 #pragma once
 
 #include <cstddef>
@@ -99,6 +111,19 @@ class CachingAllocator {
   void empty_cache();
   CachingAllocatorStats stats() const;
   void reset_peak();
+
+  /// Graph pools (Note [Graph memory pools]). Until end_private_pool, allocations on stream
+  /// come from a new pool private to one graph; returns the pool's id. Throws ValueError when
+  /// the stream already routes to a pool.
+  using PoolId = uint64_t;
+  PoolId begin_private_pool(RawMemory::Stream stream);
+  /// Allocations on the pool's stream are ordinary again; the pool keeps its memory.
+  void end_private_pool(PoolId id);
+  /// The graph that owned the pool is gone: ends the routing, releases the pool's wholly free
+  /// segments now and the rest when their blocks are freed. Unknown ids are ignored.
+  void release_private_pool(PoolId id);
+  /// Bytes reserved by the segments of pool id (0 for an unknown id), for tests and reports.
+  size_t private_pool_reserved(PoolId id) const;
   /// The rounded size of the live block at ptr (0 if ptr is not live here).
   size_t block_size(const void* ptr) const;
 
@@ -113,12 +138,25 @@ class CachingAllocator {
   };
   using Pool = std::set<Block*, BySize>;
 
-  Pool& pool_of(bool small) { return small ? small_ : large_; }
+  struct PrivatePool {
+    Pool small, large;
+    RawMemory::Stream stream = 0;
+    bool routing = true;    // allocations on stream come here
+    bool released = false;  // its graph is gone: segments go back to the device when free
+    size_t reserved = 0;    // bytes of its segments
+  };
+
+  Pool& pool_of(PrivatePool* owner, bool small);
   Block* find_free(Pool& pool, size_t rounded, RawMemory::Stream stream);
-  Block* new_segment(size_t rounded, RawMemory::Stream stream, size_t requested);
+  Block* new_segment(size_t rounded, RawMemory::Stream stream, size_t requested,
+                     PrivatePool* owner);
+  void release_segment(Block* b);
+  void release_if_orphaned(Block* b);
+  bool capture_underway() const { return !routing_.empty(); }
   void split(Block* b, size_t rounded);
   void return_to_pool(Block* b);
   void process_events(bool wait);
+  void release_whole_segments(Pool& pool);
   void release_free_segments();
   [[noreturn]] void throw_oom(size_t requested, size_t rounded, size_t seg);
 
@@ -126,6 +164,9 @@ class CachingAllocator {
   std::string label_;
   mutable std::mutex mu_;
   Pool small_, large_;
+  std::map<PoolId, PrivatePool> private_;  // node-based: PrivatePool pointers stay valid
+  std::unordered_map<RawMemory::Stream, PrivatePool*> routing_;
+  PoolId next_pool_ = 1;
   std::unordered_map<const void*, Block*> live_;
   struct Pending {
     RawMemory::EventId event;

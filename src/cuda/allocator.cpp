@@ -49,7 +49,12 @@ class DeviceMemory final : public EventsOnStreams {
   void* allocate(size_t n) override {
     DeviceGuard guard(device_);
     void* p = nullptr;
+    // A graph's pool takes new segments during its capture: cudaMalloc is legal there, but
+    // the thread-local capture mode counts it as unsafe (Note [Whole-step capture]).
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     const cudaError_t err = cudaMalloc(&p, n);
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // out of memory is not sticky; the policy decides what follows
       return nullptr;

@@ -15,6 +15,7 @@
 // small (a 1-D scatter_add) has little parallelism.
 #include <cub/cub.cuh>
 
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
 #include "kernels/convert.h"
@@ -68,6 +69,8 @@ __global__ void index_umax_kernel(
 ignis::detail::IndexScan index_scan(const Tensor& index, int64_t hi) {
   ignis::detail::IndexScan r;
   if (index.numel() == 0) return r;
+  ignis::detail::refuse_during_capture(
+      "index_scan", "checks its indices with a read-back to the host");
   const ElementwisePlan p = make_plan({&index}, "index_scan");
   LaunchOn on(index.device());
   Tensor word = scratch(sizeof(unsigned long long), index.device());
@@ -246,6 +249,8 @@ __global__ void masked_copy_kernel(
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  ignis::detail::refuse_during_capture(
+      "masked_select", "reads its result's size back to the host");
   const ElementwisePlan p = make_plan({&mask, &x}, "masked_select");
   const int64_t n = p.numel;
   if (n == 0) return make_tensor({0}, x.dtype(), x.device());

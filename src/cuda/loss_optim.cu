@@ -6,15 +6,19 @@
 // Cross-entropy forward: a warp per row (max, exp and the sum of exp in double, the softmax
 // kept for backward, the row's loss), then one block sums the rows' losses and weights in
 // double. The slot returns the mean's divisor and the first bad target row to the host, so
-// the forward ends with one copy back and a wait on the stream (the kernel interface is the
-// CPU's; a device-side divisor would remove the wait).
+// the forward ends with one copy back and a wait on the stream, except while a CUDA graph is
+// captured: then both stay on the device and the backward reads the divisor there.
+// SGD reads its learning rate from the device when given one (lr_on_device), so a graph
+// replays with the scheduler's current value.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
 #include "cuda/nn_common.cuh"
+#include "ignis/cuda_graph.h"
 #include "kernels/cross_entropy_math.h"
 #include "kernels/sgd_math.h"
 #include "ops/loss_kernels.h"
@@ -111,11 +115,12 @@ void forward(CrossEntropyForward& a) {
   const char* op = "cross_entropy";
   const int dev = device_of(a.logits, op);
   LaunchOn on(Device::cuda(dev));
-  // Scratch: row losses, row weights, the divisor (doubles) and the bad-row minimum.
+  // Scratch: row losses, row weights, the divisor (doubles) and the bad-row minimum (the
+  // last two in the caller's device_stats when given).
   Tensor scratch = ignis::detail::make_tensor({2 * a.n + 2}, kFloat64, Device::cuda(dev));
   double* row_loss = scratch.data_ptr<double>();
   double* row_weight = row_loss + a.n;
-  double* weight_sum = row_weight + a.n;
+  double* weight_sum = a.device_stats ? a.device_stats : row_weight + a.n;
   auto* bad = reinterpret_cast<unsigned long long*>(weight_sum + 1);
   IGNIS_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(*bad), on.stream), op);
   if (a.n > 0) {
@@ -137,6 +142,15 @@ void forward(CrossEntropyForward& a) {
   cross_entropy_reduce<T><<<1, 1024, 0, on.stream>>>(
       row_loss, row_weight, static_cast<T*>(a.out), weight_sum, a.n, a.reduction);
   IGNIS_CUDA_CHECK_LAUNCH(op);
+  if (ignis::detail::capture_underway()) {
+    IGNIS_CHECK(
+        a.device_stats,
+        CaptureError,
+        "[{}] reads its divisor back to the host, which a CUDA graph cannot capture",
+        op);
+    a.stats_on_device = true;
+    return;
+  }
   struct {
     double weight_sum;
     unsigned long long bad;
@@ -170,8 +184,10 @@ __global__ void cross_entropy_grad_kernel(
     int64_t ignore_index,
     double eps,
     double weight_sum,
+    const double* device_weight_sum,
     LossReduction reduction) {
   const double w_all = w ? *w_total : double(c);
+  if (device_weight_sum) weight_sum = *device_weight_sum;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n * c;
        k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = k / c, j = k % c, t = target[i];
@@ -212,6 +228,7 @@ void backward(const CrossEntropyBackward& a) {
       a.ignore_index,
       a.label_smoothing,
       a.weight_sum,
+      a.device_weight_sum,
       a.reduction);
   IGNIS_CUDA_CHECK_LAUNCH(op);
 }
@@ -233,7 +250,9 @@ __global__ void sgd_kernel(
     const T* __restrict__ g,
     T* __restrict__ buf,
     int64_t n,
-    kernels::SgdConstants<T> k) {
+    kernels::SgdConstants<T> given,
+    const double* lr_on_device) {
+  const kernels::SgdConstants<T> k = kernels::with_lr(given, lr_on_device);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     T b{};
@@ -254,7 +273,8 @@ void launch_sgd(const SgdUpdateArgs& a, cudaStream_t stream) {
       static_cast<const T*>(a.grad),
       static_cast<T*>(a.momentum_buffer),
       a.n,
-      k);
+      k,
+      a.lr_on_device);
 }
 
 template <class T, bool kDecay>

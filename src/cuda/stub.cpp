@@ -2,6 +2,7 @@
 // Queries answer "none"; everything that needs a device throws DeviceError saying why.
 #include "core/error.h"
 #include "ignis/cuda.h"
+#include "ignis/cuda_graph.h"
 
 namespace ignis::cuda {
 namespace {
@@ -52,6 +53,18 @@ int driver_version() { return 0; }
 int runtime_version() { return 0; }
 int cublas_version() { return 0; }
 int cudnn_version() { return 0; }
+
+struct Graph::Impl {};
+Graph::Graph() : impl_(std::make_unique<Impl>()) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+void Graph::capture_begin(const Stream&) { no_cuda("Graph::capture_begin"); }
+void Graph::capture_end() { no_cuda("Graph::capture_end"); }
+void Graph::abort_capture() noexcept {}
+void Graph::replay() { no_cuda("Graph::replay"); }
+void Graph::reset() noexcept {}
+bool Graph::captured() const { return false; }
 }  // namespace ignis::cuda
 
 namespace ignis::detail {

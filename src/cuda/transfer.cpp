@@ -10,6 +10,7 @@
 //   device -> device: the destination's stream waits for the source's work, copies, and the
 //     source's stream then waits for the copy (so the source's memory is not reused early).
 #include "core/dispatch.h"
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
@@ -34,6 +35,8 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const void* s = src.data_ptr();
   const Device dd = dst.device(), sd = src.device();
   if (dd.is_cuda() && sd.is_cpu()) {
+    // A replay would copy from the same host address again, long after the source changed.
+    ignis::detail::refuse_during_capture(kOp, "copies from host memory");
     require_device(dd.index, kOp);
     DeviceGuard guard(dd.index);
     cudaStream_t stream = current_cuda_stream(dd.index);
@@ -45,6 +48,8 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
     return;
   }
   if (dd.is_cpu() && sd.is_cuda()) {
+    ignis::detail::refuse_during_capture(
+        kOp, "copies to the host and waits for it (item(), printing, .cpu())");
     require_device(sd.index, kOp);
     DeviceGuard guard(sd.index);
     cudaStream_t stream = current_cuda_stream(sd.index);

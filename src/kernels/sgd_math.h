@@ -15,6 +15,14 @@ struct SgdConstants {
   T neg_lr, momentum, damp, weight_decay, sign;
 };
 
+/// k with the learning rate read from memory when lr is given: a float64 that a captured CUDA
+/// graph reads at every replay, so a scheduler's new value is seen without a recapture.
+template <class T>
+IGNIS_HOST_DEVICE SgdConstants<T> with_lr(SgdConstants<T> k, const double* lr) {
+  if (lr) k.neg_lr = T(-*lr);
+  return k;
+}
+
 /// Updates p (and the momentum buffer b, when kMomentum) for gradient g.
 template <class T, bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 IGNIS_HOST_DEVICE void sgd_step(T& p, T g, T& b, const SgdConstants<T>& k) {

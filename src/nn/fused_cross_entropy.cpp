@@ -23,9 +23,10 @@ LossReduction to_kernel(Reduction r) {
   }
 }
 
-/// The backward formula with ops, for create_graph. x [n, c], t [n] int64, w [c] or undefined.
+/// The backward formula with ops, for create_graph. x [n, c], t [n] int64, w [c] or undefined;
+/// the mean's divisor is divisor (a 0-dim tensor) when defined, else weight_sum.
 Tensor grad_with_ops(const Tensor& g, const Tensor& x, const Tensor& t, const Tensor& w,
-                     const CrossEntropyArgs& a, double weight_sum) {
+                     const CrossEntropyArgs& a, double weight_sum, const Tensor& divisor) {
   const int64_t C = a.c;
   Tensor keep = ne(t, Scalar(a.ignore_index));
   Tensor safe = where(keep, t, Scalar(int64_t(0)));
@@ -42,7 +43,8 @@ Tensor grad_with_ops(const Tensor& g, const Tensor& x, const Tensor& t, const Te
   }
   d = d * keepf;
   if (a.reduction == LossReduction::None) return d * g.reshape({-1, 1});
-  return a.reduction == LossReduction::Mean ? d * (g / weight_sum) : d * g;
+  if (a.reduction != LossReduction::Mean) return d * g;
+  return divisor.defined() ? d * (g / divisor) : d * (g / weight_sum);
 }
 }  // namespace
 
@@ -71,7 +73,11 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
                                                   : make_tensor({}, x.dtype(), x.device());
   f.prob = prob.data_ptr();
   f.out = out.data_ptr();
+  // A device kernel leaves the divisor here (and only here during a CUDA graph capture).
+  Tensor stats = x.is_cpu() ? Tensor() : make_tensor({2}, kFloat64, x.device());
+  if (stats.defined()) f.device_stats = stats.data_ptr<double>();
   cross_entropy_forward_kernel.get(x.device())(f);
+  if (!f.stats_on_device) stats = Tensor();
   if (f.bad_row >= 0)
     throw IndexError(fmt::format("[cross_entropy] target {} is out of range for {} classes",
                                  t[f.bad_row].item<int64_t>(), f.c));
@@ -82,10 +88,13 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
     // The input itself is saved (not the detached copy the kernel read) so the create_graph
     // formula's ops connect to it.
     record("cross_entropy", {out}, {input}, {save(input), save(prob)},
-           [args, weight_sum, in_shape, t, w](const Grads& g, const Grads& s) {
+           [args, weight_sum, in_shape, t, w, stats](const Grads& g, const Grads& s) {
              if (is_grad_enabled()) {
                Tensor x2 = s[0].reshape({args.n, args.c});
-               return Grads{grad_with_ops(g[0], x2, t, w, args, weight_sum).reshape(in_shape)};
+               Tensor divisor =
+                   stats.defined() ? stats.narrow(0, 0, 1).reshape({}).to(x2.dtype()) : Tensor();
+               return Grads{
+                   grad_with_ops(g[0], x2, t, w, args, weight_sum, divisor).reshape(in_shape)};
              }
              Tensor go = g[0].contiguous();
              Tensor gi = make_tensor({args.n, args.c}, s[0].dtype(), s[0].device());
@@ -94,6 +103,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
              b.prob = s[1].data_ptr();
              b.grad_out = go.data_ptr();
              b.weight_sum = weight_sum;
+             b.device_weight_sum = stats.defined() ? stats.data_ptr<double>() : nullptr;
              b.grad_in = gi.data_ptr();
              cross_entropy_backward_kernel.get(gi.device())(b);
              return Grads{gi.reshape(in_shape)};

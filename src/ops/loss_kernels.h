@@ -33,12 +33,19 @@ struct CrossEntropyForward : CrossEntropyArgs {
   void* out = nullptr;        // out: [n] per-row losses (None) or the one reduced value
   double weight_sum = 0;      // out: sum of w_t over rows not ignored (the mean's divisor)
   int64_t bad_row = -1;       // out: first row whose target is out of range, or -1
+  // Device kernels: two float64 on the logits' device that receive the divisor and the bad
+  // row's bits (~0 for none). While a CUDA graph is captured no read-back is possible: the
+  // kernel then leaves weight_sum and bad_row unset and says so in stats_on_device, and the
+  // backward reads the divisor from device_stats (out-of-range targets go unreported).
+  double* device_stats = nullptr;
+  bool stats_on_device = false;  // out
 };
 
 struct CrossEntropyBackward : CrossEntropyArgs {
   const void* prob = nullptr;      // [n, c] from the forward
   const void* grad_out = nullptr;  // [n] (None) or one value
   double weight_sum = 0;           // the forward's
+  const double* device_weight_sum = nullptr;  // when set, the divisor is read here instead
   void* grad_in = nullptr;         // out: contiguous [n, c]
 };
 

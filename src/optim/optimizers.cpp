@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
 
 #include "core/error.h"
 #include "core/memory_format.h"
+#include "core/graph_capture.h"
 #include "ops/optim_kernels.h"
 #include "ops/write_checks.h"
 #include "ignis/ops.h"
@@ -71,6 +74,47 @@ void SGD::validate(const GroupOptions& o) const {
               ValueError, "[SGD] Nesterov momentum requires a momentum and zero dampening");
 }
 
+/// Note [Whole-step capture]: a captured SGD update reads its group's learning rate from a
+/// float64 on the device, which a replay hook sets from the group's "lr" before every replay
+/// (only when it changed: one tiny fill). The hooks hold a weak reference, so a graph that
+/// outlives its optimizer replays with the last value.
+struct DeviceLearningRates {
+  struct Entry {
+    size_t group;
+    Device device;
+    Tensor value;  // float64, 0-dim
+    double written = std::numeric_limits<double>::quiet_NaN();
+  };
+  Optimizer* owner = nullptr;
+  std::vector<Entry> entries;
+
+  static const double* get(std::shared_ptr<DeviceLearningRates>& self, Optimizer& opt,
+                           const GroupOptions& o, Device device) {
+    if (!self) {
+      self = std::make_shared<DeviceLearningRates>();
+      self->owner = &opt;
+    }
+    size_t group = 0;
+    while (&opt.param_groups()[group].options != &o) ++group;  // o is one of them
+    size_t k = 0;
+    while (k < self->entries.size() &&
+           (self->entries[k].group != group || self->entries[k].device != device))
+      ++k;
+    if (k == self->entries.size())  // empty, not zeros: a fill would be captured too
+      self->entries.push_back({group, device, empty({}, {kFloat64, device})});
+    std::weak_ptr<DeviceLearningRates> weak = self;
+    ignis::detail::add_replay_hook([weak, k] {
+      if (auto s = weak.lock()) {
+        Entry& e = s->entries[k];
+        const double lr = s->owner->param_groups()[e.group].get("lr");
+        if (lr != e.written) e.value.fill_(lr);
+        e.written = lr;
+      }
+    });
+    return self->entries[k].value.data_ptr<double>();
+  }
+};
+
 namespace {
 /// True when b lies in memory as a does and a is dense: an update running over both as flat
 /// arrays then pairs the same elements (contiguous, or both channels-last: a weight after
@@ -81,8 +125,10 @@ bool same_dense_layout(const Tensor& a, const Tensor& b) {
 }
 
 /// The fused SGD kernel when the device has one and the tensors are plain (float32/float64 of
-/// one dtype in one dense layout); false leaves the update to the ops below.
-bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+/// one dtype in one dense layout); false leaves the update to the ops below. lr_on_device:
+/// where the kernel reads lr during a CUDA graph capture (null otherwise).
+bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o,
+               const double* lr_on_device) {
   using detail::sgd_update_kernel;
   if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype() ||
       !same_dense_layout(p, grad) || grad.device() != p.device() ||
@@ -106,6 +152,7 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
   a.param = p.data_ptr();
   a.grad = grad.data_ptr();
   a.lr = option(o, "lr");
+  a.lr_on_device = lr_on_device;
   a.dampening = option(o, "dampening");
   a.weight_decay = option(o, "weight_decay");
   a.nesterov = flag(o, "nesterov");
@@ -117,7 +164,13 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
 }  // namespace
 
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
-  if (sgd_fused(p, grad, st, o)) return;
+  const double* lr_on_device =
+      ignis::detail::capture_underway() && p.is_cuda()
+          ? DeviceLearningRates::get(device_lr_, *this, o, p.device())
+          : nullptr;
+  if (sgd_fused(p, grad, st, o, lr_on_device)) return;
+  ignis::detail::refuse_during_capture(
+      "SGD", "applies its learning rate as a host value on this parameter (no fused kernel)");
   const double momentum = option(o, "momentum"), wd = option(o, "weight_decay");
   Tensor d_p = flag(o, "maximize") ? -grad : grad;
   if (wd != 0) d_p = d_p.add(p, wd);
@@ -175,6 +228,8 @@ void Adam::validate(const GroupOptions& o) const {
 }
 
 void Adam::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  ignis::detail::refuse_during_capture(
+      name().c_str(), "keeps its step count and bias corrections on the host");
   const double lr = option(o, "lr"), b1 = option(o, "beta1"), b2 = option(o, "beta2");
   const double eps = option(o, "eps"), wd = option(o, "weight_decay");
   const bool amsgrad = flag(o, "amsgrad");
@@ -226,6 +281,8 @@ void RMSprop::validate(const GroupOptions& o) const {
 }
 
 void RMSprop::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  ignis::detail::refuse_during_capture(
+      name().c_str(), "keeps its step count and learning rate on the host");
   const double lr = option(o, "lr"), alpha = option(o, "alpha"), eps = option(o, "eps");
   const double wd = option(o, "weight_decay"), momentum = option(o, "momentum");
   Tensor g = flag(o, "maximize") ? -grad : grad;
@@ -275,6 +332,8 @@ void Adagrad::validate(const GroupOptions& o) const {
 }
 
 void Adagrad::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
+  ignis::detail::refuse_during_capture(
+      name().c_str(), "keeps its step count and learning rate on the host");
   const double lr = option(o, "lr"), lr_decay = option(o, "lr_decay");
   const double wd = option(o, "weight_decay"), eps = option(o, "eps");
   Tensor& sum = state_or(

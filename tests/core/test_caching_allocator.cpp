@@ -4,67 +4,17 @@
 // of the Note, worked out by hand in the comments.
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "core/caching_allocator.h"
+#include "core/fake_raw_memory.h"
 #include "ignis/error.h"
 #include "ignis/out_of_memory.h"
 
 namespace {
 using ignis::detail::CachingAllocator;
 using ignis::detail::RawMemory;
+using ignis::test::FakeDevice;
 
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
-
-class FakeDevice final : public RawMemory {
- public:
-  explicit FakeDevice(size_t capacity) : capacity_(capacity) {}
-  void* allocate(size_t n) override {
-    ++allocate_calls;
-    if (used + n > capacity_) return nullptr;
-    used += n;
-    const uintptr_t p = next_;
-    next_ += n + 4096;  // a gap, so segments are never adjacent by accident
-    sizes_[p] = n;
-    return reinterpret_cast<void*>(p);
-  }
-  void release(void* p, size_t n) override {
-    const auto it = sizes_.find(reinterpret_cast<uintptr_t>(p));
-    ASSERT_NE(it, sizes_.end()) << "release of an unknown segment";
-    EXPECT_EQ(it->second, n);
-    sizes_.erase(it);
-    used -= n;
-  }
-  size_t free_bytes() override { return capacity_ - used; }
-  EventId record_event(Stream s) override {
-    events[++last_event] = {s, false};
-    return last_event;
-  }
-  bool event_done(EventId e) override { return events.at(e).done; }
-  void wait_event(EventId e) override {
-    events.at(e).done = true;
-    ++waits;
-  }
-  void destroy_event(EventId e) override { events.erase(e); }
-  void complete_all() {
-    for (auto& [id, ev] : events) ev.done = true;
-  }
-
-  struct Event {
-    Stream stream;
-    bool done;
-  };
-  std::map<EventId, Event> events;
-  size_t used = 0;
-  int allocate_calls = 0;
-  int waits = 0;
-
- private:
-  size_t capacity_;
-  uintptr_t next_ = 0x10000000;
-  EventId last_event = 0;
-  std::map<uintptr_t, size_t> sizes_;
-};
 
 char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 

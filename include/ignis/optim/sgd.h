@@ -3,10 +3,12 @@
 #pragma once
 
 #include <limits>
+#include <memory>
 
 #include "ignis/optim/optimizer.h"
 
 namespace ignis::optim {
+struct DeviceLearningRates;  // src/optim/optimizers.cpp
 
 struct SGDOptions {
   double lr = std::numeric_limits<double>::quiet_NaN();  ///< required (no default, as PyTorch)
@@ -29,6 +31,10 @@ class SGD : public Optimizer {
   void update(Tensor& p, const Tensor& grad, ParamState& state,
               const GroupOptions& options) override;
   void validate(const GroupOptions& options) const override;
+
+ private:
+  // The learning rates that updates captured into a CUDA graph read on the device.
+  std::shared_ptr<DeviceLearningRates> device_lr_;
 };
 
 }  // namespace ignis::optim

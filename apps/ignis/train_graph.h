@@ -1,0 +1,43 @@
+// `ignis train` on a GPU: the whole optimizer step (forward under autocast, loss, backward,
+// optimizer step) captured into a CUDA graph with ignis::cuda::capture_step and replayed for
+// each batch. Used by default when the run allows it (--cuda-graphs auto): one CUDA device,
+// one process, no gradient accumulation, no fp16 GradScaler, --on-nonfinite stop and no
+// --detect-anomaly (those decide per step on the host whether to step). A step the graph
+// cannot hold (Adam's host step count, dropout's random numbers …) is reported in one line
+// and the run continues with the eager step.
+#pragma once
+
+#include <ignis/ignis.h>
+
+#include <memory>
+
+#include "options.h"
+#include "train_amp.h"
+
+namespace ignis_cli {
+
+class GraphedStep {
+ public:
+  static bool eligible(
+      const TrainOptions& o, const ignis::Device& device, bool distributed, const TrainAmp& amp);
+  GraphedStep(
+      ignis::nn::Module& model,
+      ignis::optim::Optimizer& optimizer,
+      const TrainOptions& o,
+      const TrainAmp& amp);
+  /// One optimizer step on (x, y): true with the batch's loss sum and correct count (0-dim
+  /// device tensors, as the eager step's) and whether the loss is finite; false when the step cannot be captured
+  /// (said once on stdout): the caller then takes its eager step, now and from then on.
+  bool run(
+      const ignis::Tensor& x,
+      const ignis::Tensor& y,
+      ignis::Tensor& loss_sum,
+      ignis::Tensor& correct,
+      bool& finite);
+
+ private:
+  bool active_ = true;
+  ignis::cuda::CapturedStep step_;
+};
+
+}  // namespace ignis_cli

@@ -1,0 +1,25 @@
+// The per-thread capture state of src/core/graph_capture.h.
+#include "core/graph_capture.h"
+
+#include <fmt/format.h>
+
+#include "ignis/cuda_graph.h"
+
+namespace ignis::detail {
+namespace {
+thread_local std::vector<ReplayHook>* sink = nullptr;
+}
+
+bool capture_underway() { return sink != nullptr; }
+
+void add_replay_hook(ReplayHook hook) {
+  if (sink) sink->push_back(std::move(hook));
+}
+
+void set_capture_sink(std::vector<ReplayHook>* s) { sink = s; }
+
+void refuse_during_capture(const char* op, const char* why) {
+  if (sink) throw CaptureError(fmt::format("[{}] {}, which a CUDA graph cannot capture", op, why));
+}
+
+}  // namespace ignis::detail

@@ -1,0 +1,24 @@
+// What device-independent code needs to know about CUDA graph capture (Note [Whole-step
+// capture], src/cuda/graph.cpp): whether this thread is capturing, and a way to leave host
+// work that must run before every replay (optimizers refresh their device learning rates
+// there). cuda::Graph sets the state; nothing here includes a CUDA header.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace ignis::detail {
+
+using ReplayHook = std::function<void()>;
+
+/// True while a CUDA graph is being captured on this thread.
+bool capture_underway();
+/// Runs hook on the host before every replay of the graph being captured on this thread; a
+/// no-op without a capture.
+void add_replay_hook(ReplayHook hook);
+/// For cuda::Graph: where this thread's hooks go during its capture (null ends the capture).
+void set_capture_sink(std::vector<ReplayHook>* sink);
+/// Throws CaptureError "[op] <why>, which a CUDA graph cannot capture" during a capture.
+void refuse_during_capture(const char* op, const char* why);
+
+}  // namespace ignis::detail

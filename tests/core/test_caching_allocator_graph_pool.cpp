@@ -1,0 +1,141 @@
+// The graph pools of the device caching policy (Note [Graph memory pools]) on the fake device:
+// a captured graph's blocks come from segments of its own, are never handed to eager
+// allocations while the graph lives, and go back to the device once it is gone. Addresses and
+// counts follow from the rules of Note [Device caching allocator], worked out in comments.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/caching_allocator.h"
+#include "core/fake_raw_memory.h"
+#include "ignis/error.h"
+#include "ignis/out_of_memory.h"
+
+namespace {
+using ignis::detail::CachingAllocator;
+using ignis::test::FakeDevice;
+
+constexpr size_t KiB = 1024, MiB = 1024 * 1024;
+
+bool inside(void* p, void* segment, size_t size) {
+  const auto a = reinterpret_cast<uintptr_t>(p), s = reinterpret_cast<uintptr_t>(segment);
+  return a >= s && a < s + size;
+}
+
+TEST(CachingAllocatorGraphPool, CaptureAllocatesFromSegmentsOfItsOwn) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* eager = a.allocate(64 * KiB, 1);
+  a.free(eager);  // a cached 2 MiB segment that an eager request would reuse
+  const auto pool = a.begin_private_pool(1);
+  void* g1 = a.allocate(64 * KiB, 1);  // captured: a new segment, not the cached one
+  EXPECT_FALSE(inside(g1, eager, 2 * MiB));
+  EXPECT_EQ(a.stats().raw_allocations, 2u);
+  EXPECT_EQ(a.private_pool_reserved(pool), 2 * MiB);
+  // Inside the capture, freed pool memory is reused (the graph orders it like a stream).
+  a.free(g1);
+  void* g2 = a.allocate(64 * KiB, 1);
+  EXPECT_EQ(g2, g1);
+  // Another stream is not being captured: it allocates as usual.
+  void* other = a.allocate(64 * KiB, 2);
+  EXPECT_FALSE(inside(other, g1, 2 * MiB));
+  EXPECT_EQ(a.private_pool_reserved(pool), 2 * MiB);
+  a.end_private_pool(pool);
+  a.free(g2);
+  a.free(other);
+
+  // After the capture the pool's whole free segment is the graph's: eager requests on the same
+  // stream take the cached eager segment, then new ones, never the pool's.
+  std::vector<void*> eager_blocks;
+  for (int i = 0; i < 4; ++i) {
+    eager_blocks.push_back(a.allocate(1 * MiB, 1));
+    EXPECT_FALSE(inside(eager_blocks.back(), g1, 2 * MiB)) << "eager block " << i;
+  }
+  EXPECT_EQ(eager_blocks[0], eager);  // the cached eager segment, first half
+  EXPECT_EQ(a.private_pool_reserved(pool), 2 * MiB);
+  for (void* p : eager_blocks) a.free(p);
+  a.empty_cache();  // releases the eager segments, not the live graph's
+  EXPECT_EQ(a.private_pool_reserved(pool), 2 * MiB);
+  EXPECT_EQ(dev.used, 2 * MiB);
+
+  a.release_private_pool(pool);  // the graph is gone: its free segment goes back at once
+  EXPECT_EQ(a.private_pool_reserved(pool), 0u);
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(dev.used, 0u);
+}
+
+TEST(CachingAllocatorGraphPool, LiveBlocksKeepTheirSegmentUntilFreed) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  const auto pool = a.begin_private_pool(5);
+  void* out = a.allocate(4 * KiB, 5);  // the graph's output, still held by the user
+  void* big = a.allocate(3 * MiB, 5);  // a 20 MiB large-pool segment of the graph
+  a.end_private_pool(pool);
+  a.free(big);
+  EXPECT_EQ(a.private_pool_reserved(pool), 22 * MiB);
+  const size_t releases = a.stats().raw_releases;
+  a.release_private_pool(pool);  // the large segment is wholly free; the small one is not
+  EXPECT_EQ(a.stats().raw_releases, releases + 1);
+  EXPECT_EQ(a.private_pool_reserved(pool), 2 * MiB);
+  EXPECT_EQ(a.stats().reserved, 2 * MiB);
+  a.free(out);  // the last block of the orphaned segment: released on its free
+  EXPECT_EQ(a.private_pool_reserved(pool), 0u);
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(dev.used, 0u);
+  // A freed pool cannot route again; its id is unknown now and ignored.
+  a.release_private_pool(pool);
+  a.end_private_pool(pool);
+}
+
+TEST(CachingAllocatorGraphPool, NoEventQueriesWaitsOrReleasesDuringACapture) {
+  FakeDevice dev(30 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* shared = a.allocate(8 * KiB, 1);
+  a.record_stream(shared, 2);
+  a.free(shared);  // guarded by an event on stream 2
+  void* cached = a.allocate(12 * MiB, 3);
+  a.free(cached);  // a cached eager 12 MiB segment
+  const int queries = dev.queries;
+  const auto pool = a.begin_private_pool(1);
+  void* g = a.allocate(8 * KiB, 1);
+  EXPECT_EQ(dev.queries, queries);  // cudaEventQuery is illegal while capturing
+  a.empty_cache();                  // so are waits and cudaFree: nothing happens
+  EXPECT_EQ(dev.waits, 0);
+  EXPECT_EQ(a.stats().reserved, 2 * MiB + 12 * MiB + 2 * MiB);
+  // Out of memory inside a capture throws at once, without releasing the cache to retry.
+  EXPECT_THROW(a.allocate(16 * MiB, 1), ignis::OutOfMemoryError);
+  EXPECT_EQ(a.stats().retries, 0u);
+  EXPECT_EQ(dev.waits, 0);
+  a.end_private_pool(pool);
+  // After the capture the same request releases the cache and succeeds.
+  void* big = a.allocate(16 * MiB, 1);
+  EXPECT_EQ(a.stats().retries, 1u);
+  EXPECT_EQ(dev.waits, 1);
+  a.free(big);
+  a.free(g);
+  a.release_private_pool(pool);
+  a.empty_cache();
+  EXPECT_EQ(dev.used, 0u);
+}
+
+TEST(CachingAllocatorGraphPool, OneCapturePerStream) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  const auto first = a.begin_private_pool(1);
+  EXPECT_THROW(a.begin_private_pool(1), ignis::ValueError);
+  const auto second = a.begin_private_pool(2);  // another stream may capture at the same time
+  EXPECT_NE(first, second);
+  void* p1 = a.allocate(1 * KiB, 1);
+  void* p2 = a.allocate(1 * KiB, 2);
+  EXPECT_EQ(a.private_pool_reserved(first), 2 * MiB);
+  EXPECT_EQ(a.private_pool_reserved(second), 2 * MiB);
+  a.end_private_pool(first);
+  a.end_private_pool(second);
+  a.free(p1);
+  a.free(p2);
+  a.release_private_pool(first);
+  a.release_private_pool(second);
+  EXPECT_EQ(dev.used, 0u);
+}
+
+}  // namespace

@@ -1,0 +1,226 @@
+// CUDA graphs (include/ignis/cuda_graph.h): a captured training step replays to the same
+// parameters as the same steps run eagerly on the GPU (the eager GPU path is itself checked
+// against the CPU in test_cuda_training.cpp), a learning-rate change reaches the replays, a
+// step the graph cannot hold falls back with its one-line message, and cuda::Graph replays
+// what it captured on new input values.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+#include "ignis/cuda_graph.h"
+#include "ignis/models.h"
+#include "ignis/optim/adam.h"
+#include "ignis/optim/lr_scheduler.h"
+#include "ignis/optim/sgd.h"
+
+namespace ignis {
+namespace {
+using testing::kGpu;
+
+/// Batches that differ per step, so the static inputs must really be refreshed.
+std::vector<std::pair<Tensor, Tensor>> batches(const Shape& x_shape, int n, uint64_t seed) {
+  Generator g(seed);
+  std::vector<std::pair<Tensor, Tensor>> out;
+  for (int i = 0; i < n; ++i)
+    out.emplace_back(
+        randn(x_shape, {}, &g).to(kGpu), randint(0, 10, {x_shape[0]}, {}, &g).to(kGpu));
+  return out;
+}
+
+struct TrainRun {
+  std::vector<double> losses;
+  std::vector<Tensor> params;  // on the CPU
+};
+
+/// Trains model on the batches with SGD, the step captured or not; lr_at(step) (when given)
+/// sets the learning rate before each step, as a scheduler would.
+template <class Model>
+TrainRun train(
+    Model& model,
+    const std::vector<std::pair<Tensor, Tensor>>& data,
+    bool captured,
+    const std::function<double(int)>& lr_at = {}) {
+  optim::SGD opt(model.parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
+  const auto body = [&](const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  std::string fallback;
+  auto step =
+      cuda::capture_step(body, {.on_fallback = [&](const std::string& m) { fallback = m; }});
+  TrainRun r;
+  for (size_t s = 0; s < data.size(); ++s) {
+    if (lr_at) opt.param_groups()[0].set("lr", lr_at(int(s)));
+    const Tensor loss =
+        captured ? step(data[s].first, data[s].second) : body(data[s].first, data[s].second);
+    r.losses.push_back(loss.item<double>());
+  }
+  EXPECT_EQ(fallback, "");
+  if (captured) EXPECT_TRUE(step.captured());
+  for (const Tensor& p : model.parameters()) r.params.push_back(p.detach().cpu());
+  return r;
+}
+
+void expect_same(const TrainRun& graph, const TrainRun& eager, double tol) {
+  ASSERT_EQ(graph.losses.size(), eager.losses.size());
+  for (size_t s = 0; s < eager.losses.size(); ++s)
+    EXPECT_NEAR(graph.losses[s], eager.losses[s], tol * (1 + std::abs(eager.losses[s])))
+        << "loss of step " << s;
+  ASSERT_EQ(graph.params.size(), eager.params.size());
+  for (size_t i = 0; i < eager.params.size(); ++i)
+    EXPECT_TRUE(testing::all_close(
+        testing::values_of(graph.params[i]), testing::values_of(eager.params[i]), tol, tol))
+        << "parameter " << i;
+}
+
+// 3 warm-up steps, then the capture's own replay and 4 more: 5 replays.
+constexpr int kSteps = 8;
+
+TEST(CudaGraph, CapturedMlpStepMatchesEagerSteps) {
+  IGNIS_REQUIRE_CUDA();
+  manual_seed(21);
+  models::MLP eager_model, graph_model;
+  graph_model.load_state_dict(eager_model.state_dict());
+  eager_model.to(kGpu);
+  graph_model.to(kGpu);
+  const auto data = batches({64, 10}, kSteps, 22);
+  const TrainRun eager = train(eager_model, data, false);
+  const TrainRun graph = train(graph_model, data, true);
+  EXPECT_LT(eager.losses.back(), eager.losses.front());
+  expect_same(graph, eager, 1e-5);
+}
+
+TEST(CudaGraph, CapturedSmallCnnStepMatchesEagerSteps) {
+  IGNIS_REQUIRE_CUDA();
+  manual_seed(23);
+  models::SmallCNN eager_model, graph_model;
+  graph_model.load_state_dict(eager_model.state_dict());
+  eager_model.to(kGpu);
+  graph_model.to(kGpu);
+  const auto data = batches({16, 1, 28, 28}, kSteps, 24);
+  const TrainRun eager = train(eager_model, data, false);
+  const TrainRun graph = train(graph_model, data, true);
+  expect_same(graph, eager, 1e-4);
+}
+
+TEST(CudaGraph, LearningRateChangesReachTheReplays) {
+  IGNIS_REQUIRE_CUDA();
+  manual_seed(25);
+  models::MLP a, b, c;
+  b.load_state_dict(a.state_dict());
+  c.load_state_dict(a.state_dict());
+  for (auto* m : {&a, &b, &c}) m->to(kGpu);
+  const auto data = batches({64, 10}, kSteps, 26);
+  const auto decay = [](int s) { return s < 5 ? 0.05 : 0.005; };  // changes after the capture
+  const TrainRun eager = train(a, data, false, decay);
+  const TrainRun graph = train(b, data, true, decay);
+  expect_same(graph, eager, 1e-5);
+  // A graph that kept the captured lr would have trained like a constant 0.05.
+  const TrainRun constant = train(c, data, false, [](int) { return 0.05; });
+  EXPECT_GT(std::abs(constant.losses.back() - eager.losses.back()), 1e-4);
+}
+
+/// A step with SGD on an MLP whose body also runs `extra` (something a graph cannot hold);
+/// returns the fallback message and checks the parameters equal eager training.
+std::string fallback_of(const std::function<void(const Tensor& loss)>& extra, bool adam = false) {
+  manual_seed(27);
+  models::MLP eager_model, graph_model;
+  graph_model.load_state_dict(eager_model.state_dict());
+  eager_model.to(kGpu);
+  graph_model.to(kGpu);
+  const auto data = batches({64, 10}, 6, 28);
+  std::vector<Tensor> finals;
+  std::string message;
+  for (auto* model : {&eager_model, &graph_model}) {
+    std::unique_ptr<optim::Optimizer> opt;
+    if (adam)
+      opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
+    else
+      opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = 0.05});
+    const auto body = [&](const Tensor& x, const Tensor& y) {
+      opt->zero_grad();
+      Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
+      extra(loss);
+      loss.backward();
+      opt->step();
+      return loss;
+    };
+    auto step =
+        cuda::capture_step(body, {.on_fallback = [&](const std::string& m) { message = m; }});
+    for (const auto& [x, y] : data) (model == &eager_model ? body(x, y) : step(x, y));
+    if (model == &graph_model) {
+      EXPECT_TRUE(step.fell_back());
+      EXPECT_FALSE(step.captured());
+      EXPECT_NE(step.fallback_reason(), "");
+    }
+    finals.push_back(model->fc1.weight.detach().cpu());
+  }
+  EXPECT_TRUE(
+      testing::all_close(testing::values_of(finals[1]), testing::values_of(finals[0]), 1e-6, 1e-6))
+      << "the fallback must train exactly like eager steps";
+  return message;
+}
+
+TEST(CudaGraph, HostSyncInTheStepFallsBackWithAMessage) {
+  IGNIS_REQUIRE_CUDA();
+  const std::string m = fallback_of([](const Tensor& loss) { (void)loss.item<double>(); });
+  EXPECT_NE(m.find("cannot be captured into a CUDA graph"), std::string::npos) << m;
+  EXPECT_NE(m.find("to(device)"), std::string::npos) << m;  // the op that synchronised
+  EXPECT_EQ(m.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(CudaGraph, RandomNumbersAndAdamFallBackNamingTheCause) {
+  IGNIS_REQUIRE_CUDA();
+  const std::string r = fallback_of([](const Tensor& loss) { (void)rand_like(loss); });
+  EXPECT_NE(r.find("[random]"), std::string::npos) << r;
+  const std::string a = fallback_of([](const Tensor&) {}, /*adam=*/true);
+  EXPECT_NE(a.find("[Adam]"), std::string::npos) << a;
+}
+
+TEST(CudaGraph, GraphReplaysOnNewInputsAndKeepsItsMemory) {
+  IGNIS_REQUIRE_CUDA();
+  Tensor x = full({1000}, 1.0, {kFloat32, kGpu});
+  cuda::Stream side = cuda::Stream::create(0);
+  side.wait([&] {
+    cuda::Event e;
+    e.record();
+    return e;
+  }());
+  cuda::Graph graph;
+  Tensor y;
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin(side);
+    y = x * 3 + 1;  // allocated in the graph's pool
+    graph.capture_end();
+  }
+  EXPECT_TRUE(graph.captured());
+  const void* y_address = y.data_ptr();
+  graph.replay();
+  EXPECT_DOUBLE_EQ(y[7].item<double>(), 4.0);
+  x.fill_(2.0);
+  graph.replay();
+  EXPECT_DOUBLE_EQ(y[999].item<double>(), 7.0);
+  // Once the user lets go of y, an eager tensor of the same size on the same stream still
+  // never gets its memory while the graph lives: the graph writes there on every replay.
+  y = Tensor();
+  Tensor eager;
+  {
+    cuda::StreamGuard guard(side);
+    eager = empty({1000}, {kFloat32, kGpu});
+  }
+  EXPECT_NE(eager.data_ptr(), y_address);
+  EXPECT_THROW(graph.capture_begin(side), ValueError);  // holds a capture already
+  graph.reset();
+  EXPECT_FALSE(graph.captured());
+  EXPECT_THROW(graph.replay(), ValueError);
+}
+
+}  // namespace
+}  // namespace ignis
