@@ -11,6 +11,7 @@ void register_softmax();     // softmax.cu
 void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_gemm();        // gemm.cpp: cuBLASLt
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
+void register_multi_tensor_optim();  // multi_tensor_optim.cu: optimizer updates, unscale
 void register_nn();          // nn.cu: batch norm, pooling; cudnn_conv.cpp: convolution
 void register_index();       // index.cu: index scan, gather, scatter, masked_select, tril
 void register_sort();        // sort.cu: sort, topk, cumsum
@@ -30,6 +31,7 @@ void register_cuda_kernels() {
   register_random();
   register_gemm();
   register_loss_optim();
+  register_multi_tensor_optim();
   register_nn();
   register_index();
   register_sort();
