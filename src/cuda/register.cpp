@@ -10,6 +10,7 @@ void register_reduce();      // reduce.cu: every ReduceOp
 void register_softmax();     // softmax.cu
 void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_gemm();        // gemm.cpp: cuBLASLt
+void register_linear_act();  // linear_act.cu: linear + bias (cuBLASLt epilogue) + ReLU
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
 void register_multi_tensor_optim();  // multi_tensor_optim.cu: optimizer updates, unscale
 void register_nn();          // nn.cu: batch norm, pooling; cudnn_conv.cpp: convolution
@@ -30,6 +31,7 @@ void register_cuda_kernels() {
   register_softmax();
   register_random();
   register_gemm();
+  register_linear_act();
   register_loss_optim();
   register_multi_tensor_optim();
   register_nn();
