@@ -13,6 +13,7 @@ void register_gemm();        // gemm.cpp: cuBLASLt
 void register_linear_act();  // linear_act.cu: linear + bias (cuBLASLt epilogue) + ReLU
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
 void register_multi_tensor_optim();  // multi_tensor_optim.cu: optimizer updates, unscale
+void register_row_norm();    // row_norm.cu: layer norm, group norm
 void register_nn();          // nn.cu: batch norm, pooling; cudnn_conv.cpp: convolution
 void register_index();       // index.cu: index scan, gather, scatter, masked_select, tril
 void register_sort();        // sort.cu: sort, topk, cumsum
@@ -35,6 +36,7 @@ void register_cuda_kernels() {
   register_loss_optim();
   register_multi_tensor_optim();
   register_nn();
+  register_row_norm();
   register_index();
   register_sort();
   register_data_transforms();
