@@ -9,6 +9,7 @@ void register_binary();      // binary.cu
 void register_reduce();      // reduce.cu: every ReduceOp
 void register_softmax();     // softmax.cu
 void register_random();      // random.cu: uniform, normal, randint, bernoulli
+void register_randperm();    // randperm.cu: keys + CUB radix sort
 void register_gemm();        // gemm.cpp: cuBLASLt
 void register_linear_act();  // linear_act.cu: linear + bias (cuBLASLt epilogue) + ReLU
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
@@ -31,6 +32,7 @@ void register_cuda_kernels() {
   register_reduce();
   register_softmax();
   register_random();
+  register_randperm();
   register_gemm();
   register_linear_act();
   register_loss_optim();
