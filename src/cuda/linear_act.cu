@@ -57,9 +57,15 @@ bool linear_relu_forward(const LinearReluForward& a) {
   }
   const int64_t n = a.m * a.n;
   switch (a.dtype) {
-    case DType::Float32: relu_in_place<float>(a.out, n, on.stream); break;
-    case DType::BFloat16: relu_in_place<BFloat16>(a.out, n, on.stream); break;
-    default: relu_in_place<Half>(a.out, n, on.stream); break;
+    case DType::Float32:
+      relu_in_place<float>(a.out, n, on.stream);
+      break;
+    case DType::BFloat16:
+      relu_in_place<BFloat16>(a.out, n, on.stream);
+      break;
+    default:
+      relu_in_place<Half>(a.out, n, on.stream);
+      break;
   }
   IGNIS_CUDA_CHECK_LAUNCH("linear_relu");
   return true;
@@ -118,8 +124,9 @@ bool relu_mask_backward(const ReluMaskBackward& a) {
         rows);
   if (a.dbias && a.n > 0) {
     if (a.m == 0) {
-      IGNIS_CUDA_CHECK(cudaMemsetAsync(a.dbias, 0, size_t(a.n) * sizeof(float), on.stream),
-                       "linear_relu_backward");
+      IGNIS_CUDA_CHECK(
+          cudaMemsetAsync(a.dbias, 0, size_t(a.n) * sizeof(float), on.stream),
+          "linear_relu_backward");
     } else {
       column_sum_kernel<<<unsigned((a.n + kThreads - 1) / kThreads), kThreads, 0, on.stream>>>(
           partial.data_ptr<float>(), static_cast<float*>(a.dbias), chunks, a.n);

@@ -11,7 +11,6 @@
 // IEEE-rounded on both). Step values (learning rate, bias corrections) are read from device
 // memory, never passed by value, so a captured graph replays with new ones.
 #include <cuda_runtime.h>
-
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -46,8 +45,8 @@ struct ChunkMap {
 /// for each tensor i of the list (add_tensor puts its pointers at a slot), then finish().
 /// `launch(blocks)` runs the kernel for the map's first `blocks` blocks.
 template <class AddTensor, class Launch>
-void for_each_launch(const std::vector<int64_t>& sizes, ChunkMap& map, AddTensor add_tensor,
-                     Launch launch) {
+void for_each_launch(
+    const std::vector<int64_t>& sizes, ChunkMap& map, AddTensor add_tensor, Launch launch) {
   int tensors = 0, blocks = 0;
   auto flush = [&] {
     if (blocks > 0) launch(blocks);
@@ -163,8 +162,8 @@ using UpdateLaunch = void (*)(const UpdateTable&, const UpdateConstants&, int, c
 
 template <OptimRule kRule, bool kDecay = false, bool kMomentum = false, bool kNesterov = false>
 void launch_update(const UpdateTable& tab, const UpdateConstants& c, int blocks, cudaStream_t s) {
-  multi_tensor_update_chunks<kRule, kDecay, kMomentum, kNesterov><<<blocks, kThreads, 0, s>>>(
-      tab, c);
+  multi_tensor_update_chunks<kRule, kDecay, kMomentum, kNesterov>
+      <<<blocks, kThreads, 0, s>>>(tab, c);
 }
 
 template <bool kDecay>
@@ -176,9 +175,12 @@ UpdateLaunch sgd_launch(const MultiTensorUpdateArgs& a) {
 
 UpdateLaunch pick_update(const MultiTensorUpdateArgs& a) {
   switch (a.rule) {
-    case OptimRule::sgd: return a.sgd_decay ? sgd_launch<true>(a) : sgd_launch<false>(a);
-    case OptimRule::adam: return &launch_update<OptimRule::adam>;
-    case OptimRule::rmsprop: return &launch_update<OptimRule::rmsprop>;
+    case OptimRule::sgd:
+      return a.sgd_decay ? sgd_launch<true>(a) : sgd_launch<false>(a);
+    case OptimRule::adam:
+      return &launch_update<OptimRule::adam>;
+    case OptimRule::rmsprop:
+      return &launch_update<OptimRule::rmsprop>;
   }
   return nullptr;
 }
@@ -239,9 +241,7 @@ void launch_unscale(const UnscaleArgs& a, float* flag, cudaStream_t stream) {
       a.numel,
       tab.map,
       [&](int slot, size_t i) { tab.data[slot] = a.data[i]; },
-      [&](int blocks) {
-        unscale_chunks<T><<<blocks, kThreads, 0, stream>>>(tab, flag + 1, flag);
-      });
+      [&](int blocks) { unscale_chunks<T><<<blocks, kThreads, 0, stream>>>(tab, flag + 1, flag); });
 }
 
 bool unscale(const UnscaleArgs& a) {
@@ -256,10 +256,18 @@ bool unscale(const UnscaleArgs& a) {
     LaunchOn on(Device::cuda(d));
     float* f = flag.data_ptr<float>();
     switch (a.dtype) {
-      case DType::Float32: launch_unscale<float>(a, f, on.stream); break;
-      case DType::Float64: launch_unscale<double>(a, f, on.stream); break;
-      case DType::BFloat16: launch_unscale<BFloat16>(a, f, on.stream); break;
-      case DType::Float16: launch_unscale<Half>(a, f, on.stream); break;
+      case DType::Float32:
+        launch_unscale<float>(a, f, on.stream);
+        break;
+      case DType::Float64:
+        launch_unscale<double>(a, f, on.stream);
+        break;
+      case DType::BFloat16:
+        launch_unscale<BFloat16>(a, f, on.stream);
+        break;
+      case DType::Float16:
+        launch_unscale<Half>(a, f, on.stream);
+        break;
       default:
         throw DTypeError(fmt::format(
             "[grad_scaler_unscale] expected floating gradients, got {}", dtype_name(a.dtype)));

@@ -4,10 +4,9 @@
 // (so key i is the CPU's key i, bit for bit), CUB's radix sort orders (key, index) pairs —
 // stable, so equal keys keep index order, as the CPU breaks ties — and one pass writes the
 // sorted indices in the output's dtype. Same generator state, same permutation on both devices.
-#include <cub/cub.cuh>
-
 #include <algorithm>
 #include <cstdint>
+#include <cub/cub.cuh>
 
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
@@ -56,17 +55,17 @@ void randperm(const Tensor& out, uint64_t seed, uint64_t offset) {
   IGNIS_CUDA_CHECK_LAUNCH("randperm");
   size_t temp_bytes = 0;
   IGNIS_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k, k + n, ix, ix + n, n, 0, 64,
-                                      on.stream),
+      cub::DeviceRadixSort::SortPairs(
+          nullptr, temp_bytes, k, k + n, ix, ix + n, n, 0, 64, on.stream),
       "randperm");
   Tensor temp = make_tensor({std::max<int64_t>(int64_t(temp_bytes), 1)}, kUInt8, dev);
   IGNIS_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, k, k + n, ix, ix + n, n, 0,
-                                      64, on.stream),
+      cub::DeviceRadixSort::SortPairs(
+          temp.data_ptr(), temp_bytes, k, k + n, ix, ix + n, n, 0, 64, on.stream),
       "randperm");
   visit_dtype(out.dtype(), [&]<class T>() {
-    store_perm_kernel<T><<<grid_for(n), kThreads, 0, on.stream>>>(
-        n, ix + n, static_cast<T*>(out.data_ptr()));
+    store_perm_kernel<T>
+        <<<grid_for(n), kThreads, 0, on.stream>>>(n, ix + n, static_cast<T*>(out.data_ptr()));
   });
   IGNIS_CUDA_CHECK_LAUNCH("randperm");
 }

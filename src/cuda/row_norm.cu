@@ -158,14 +158,19 @@ __global__ void affine_grad_partial_kernel(
 /// out[k] = sum over chunks, in order, of partial[chunk][k] (k < 2 * width: weight then bias).
 template <class T>
 __global__ void affine_grad_sum_kernel(
-    const double* __restrict__ partial, T* __restrict__ gw, T* __restrict__ gb, int64_t chunks,
+    const double* __restrict__ partial,
+    T* __restrict__ gw,
+    T* __restrict__ gb,
+    int64_t chunks,
     int64_t width) {
   const int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (k >= 2 * width) return;
   double s = 0;
   for (int64_t c = 0; c < chunks; ++c) s += partial[c * 2 * width + k];
-  if (k < width) gw[k] = T(s);
-  else gb[k - width] = T(s);
+  if (k < width)
+    gw[k] = T(s);
+  else
+    gb[k - width] = T(s);
 }
 
 template <class T>
@@ -186,7 +191,8 @@ void backward(const RowNormBackwardArgs& a) {
     const int64_t samples = a.groups == 0 ? a.rows : a.rows / a.groups;
     // Chunks of ~64 rows (layer norm) or ~4096 values per index (group norm), so that short
     // affine vectors still give many blocks; at most 65535 chunks (the grid's y limit).
-    const int64_t values = a.groups == 0 ? 64 : std::max<int64_t>(1, 4096 / std::max<int64_t>(a.s, 1));
+    const int64_t values =
+        a.groups == 0 ? 64 : std::max<int64_t>(1, 4096 / std::max<int64_t>(a.s, 1));
     const int64_t per_chunk = std::max<int64_t>(values, (samples + 65534) / 65535);
     const int64_t chunks = (samples + per_chunk - 1) / per_chunk;
     Tensor partial = empty({chunks, 2 * width}, TensorOptions(kFloat64, a.input.device()));
@@ -202,9 +208,9 @@ void backward(const RowNormBackwardArgs& a) {
         a.cols,
         width,
         ai);
-    affine_grad_sum_kernel<T><<<unsigned((2 * width + kThreads - 1) / kThreads), kThreads, 0,
-                                on.stream>>>(
-        partial.data_ptr<double>(), ptr<T>(a.grad_weight), ptr<T>(a.grad_bias), chunks, width);
+    affine_grad_sum_kernel<T>
+        <<<unsigned((2 * width + kThreads - 1) / kThreads), kThreads, 0, on.stream>>>(
+            partial.data_ptr<double>(), ptr<T>(a.grad_weight), ptr<T>(a.grad_bias), chunks, width);
   }
   IGNIS_CUDA_CHECK_LAUNCH("layer_norm_backward");
 }

@@ -42,8 +42,10 @@ template <class T>
 IGNIS_HOST_DEVICE void adam_step(
     T& p, T grad, T& m, T& v, T& vmax, const AdamConstants<T>& k, const AdamStep<T>& s) {
   T g = k.sign * grad;
-  if (k.decoupled) p = p * s.decay;
-  else if (k.l2) g = g + k.weight_decay * p;
+  if (k.decoupled)
+    p = p * s.decay;
+  else if (k.l2)
+    g = g + k.weight_decay * p;
   m = T(m * k.beta1) + k.one_minus_beta1 * g;
   const T g2 = g * g;
   v = T(v * k.beta2) + k.one_minus_beta2 * g2;

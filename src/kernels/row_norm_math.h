@@ -27,8 +27,8 @@ IGNIS_HOST_DEVICE double row_norm_value(double x, double mean, double invstd, do
 
 /// The input gradient of one element: invstd * (gx - mean(gx) - xhat * mean(gx * xhat)), where
 /// gx = grad_out * w; sg and sgx are those two row means.
-IGNIS_HOST_DEVICE double row_norm_grad(double x, double g, double w, double mean, double invstd,
-                                       double sg, double sgx) {
+IGNIS_HOST_DEVICE double row_norm_grad(
+    double x, double g, double w, double mean, double invstd, double sg, double sgx) {
   const double xh = (x - mean) * invstd;
   return invstd * (g * w - sg - xh * sgx);
 }

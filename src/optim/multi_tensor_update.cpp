@@ -34,8 +34,10 @@ std::array<const char*, 3> state_keys(OptimRule rule, const GroupOptions& o) {
     case OptimRule::adam:
       return {"exp_avg", "exp_avg_sq", flag(o, "amsgrad") ? "max_exp_avg_sq" : nullptr};
     case OptimRule::rmsprop:
-      return {"square_avg", flag(o, "centered") ? "grad_avg" : nullptr,
-              option(o, "momentum") > 0 ? "momentum_buffer" : nullptr};
+      return {
+          "square_avg",
+          flag(o, "centered") ? "grad_avg" : nullptr,
+          option(o, "momentum") > 0 ? "momentum_buffer" : nullptr};
   }
   return {};
 }
@@ -77,14 +79,31 @@ MultiTensorUpdateArgs constants(OptimRule rule, const GroupOptions& o, bool deco
     }
     case OptimRule::adam: {
       const double b1 = option(o, "beta1"), b2 = option(o, "beta2");
-      a.adam = {float(b1), float(1 - b1), float(b2), float(1 - b2), float(option(o, "eps")),
-                float(wd), sign, !decoupled && wd != 0, decoupled, flag(o, "amsgrad")};
+      a.adam = {
+          float(b1),
+          float(1 - b1),
+          float(b2),
+          float(1 - b2),
+          float(option(o, "eps")),
+          float(wd),
+          sign,
+          !decoupled && wd != 0,
+          decoupled,
+          flag(o, "amsgrad")};
       break;
     }
     case OptimRule::rmsprop: {
       const double alpha = option(o, "alpha"), momentum = option(o, "momentum");
-      a.rmsprop = {float(alpha), float(1 - alpha), float(option(o, "eps")), float(wd),
-                   float(momentum), sign, wd != 0, flag(o, "centered"), momentum > 0};
+      a.rmsprop = {
+          float(alpha),
+          float(1 - alpha),
+          float(option(o, "eps")),
+          float(wd),
+          float(momentum),
+          sign,
+          wd != 0,
+          flag(o, "centered"),
+          momentum > 0};
       break;
     }
   }
@@ -92,8 +111,12 @@ MultiTensorUpdateArgs constants(OptimRule rule, const GroupOptions& o, bool deco
 }
 
 /// The step's values of one parameter (MultiTensorItem::scalars), appended to `out`.
-void append_scalars(OptimRule rule, const GroupOptions& o, bool decoupled, ParamState& st,
-                    std::vector<float>& out) {
+void append_scalars(
+    OptimRule rule,
+    const GroupOptions& o,
+    bool decoupled,
+    ParamState& st,
+    std::vector<float>& out) {
   const double lr = option(o, "lr");
   if (rule != OptimRule::adam) {
     if (rule == OptimRule::rmsprop) bump_step(st);
@@ -109,9 +132,14 @@ void append_scalars(OptimRule rule, const GroupOptions& o, bool decoupled, Param
 }
 
 /// The parameters of one device: creates missing state, then one kernel call.
-void run_on_device(MultiTensorUpdateArgs args, const std::vector<const ParamUpdate*>& params,
-                   const std::array<const char*, 3>& keys, const GroupOptions& o,
-                   bool decoupled, Device device, const char* op) {
+void run_on_device(
+    MultiTensorUpdateArgs args,
+    const std::vector<const ParamUpdate*>& params,
+    const std::array<const char*, 3>& keys,
+    const GroupOptions& o,
+    bool decoupled,
+    Device device,
+    const char* op) {
   std::vector<float> scalars;
   std::vector<size_t> offset;
   for (const ParamUpdate* u : params) {
@@ -154,8 +182,8 @@ void run_on_device(MultiTensorUpdateArgs args, const std::vector<const ParamUpda
 
 }  // namespace
 
-std::vector<ParamUpdate> multi_tensor_step(OptimRule rule, const std::vector<ParamUpdate>& params,
-                                           const GroupOptions& o, bool decoupled) {
+std::vector<ParamUpdate> multi_tensor_step(
+    OptimRule rule, const std::vector<ParamUpdate>& params, const GroupOptions& o, bool decoupled) {
   const auto keys = state_keys(rule, o);
   const char* op = rule == OptimRule::sgd ? "SGD" : rule == OptimRule::adam ? "Adam" : "RMSprop";
   std::vector<ParamUpdate> rest;
@@ -169,8 +197,14 @@ std::vector<ParamUpdate> multi_tensor_step(OptimRule rule, const std::vector<Par
     }
   }
   for (const auto& [key, group] : by_device)
-    run_on_device(constants(rule, o, decoupled), group, keys, o, decoupled,
-                  Device(key.first, key.second), op);
+    run_on_device(
+        constants(rule, o, decoupled),
+        group,
+        keys,
+        o,
+        decoupled,
+        Device(key.first, key.second),
+        op);
   return rest;
 }
 

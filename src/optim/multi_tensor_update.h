@@ -13,9 +13,11 @@ namespace ignis::optim {
 
 /// Applies `rule` with the group's options to every parameter of `params` the kernel takes
 /// and returns the others. decoupled selects AdamW's weight decay (rule adam only).
-std::vector<ParamUpdate> multi_tensor_step(ignis::detail::OptimRule rule,
-                                           const std::vector<ParamUpdate>& params,
-                                           const GroupOptions& options, bool decoupled = false);
+std::vector<ParamUpdate> multi_tensor_step(
+    ignis::detail::OptimRule rule,
+    const std::vector<ParamUpdate>& params,
+    const GroupOptions& options,
+    bool decoupled = false);
 
 /// Adds one to the parameter's "step" counter (a CPU float32 scalar, as PyTorch keeps it,
 /// created at 0) and returns the new count.

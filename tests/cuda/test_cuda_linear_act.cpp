@@ -28,8 +28,9 @@ TEST(CudaLinearAct, ReluForwardAndGradientsMatchTheCpu) {
   for (const Shape3& s : kShapes)
     for (bool bias : {true, false})
       for (bool transposed_x : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " bias " << bias
-                                          << " transposed x " << transposed_x);
+        SCOPED_TRACE(
+            ::testing::Message() << s.m << "x" << s.n << "x" << s.k << " bias " << bias
+                                 << " transposed x " << transposed_x);
         const Tensor x0 = random_tensor({s.m, s.k}, -1, 1, seed++).to(kFloat32);
         const Tensor w0 = random_tensor({s.n, s.k}, -1, 1, seed++).to(kFloat32);
         const Tensor b0 = random_tensor({s.n}, -1, 1, seed++).to(kFloat32);

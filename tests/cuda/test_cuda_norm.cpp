@@ -18,8 +18,14 @@ using testing::random_tensor;
 /// The forward output and the gradients (input, weight, bias) of sum(norm(x) * r) on device d;
 /// `norm` gets x, weight and bias there (weight/bias undefined when !affine).
 using Norm = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
-std::vector<Tensor> run(const Norm& norm, const Tensor& x0, const Tensor& w0, const Tensor& b0,
-                        bool affine, Device d, bool channels_last = false) {
+std::vector<Tensor> run(
+    const Norm& norm,
+    const Tensor& x0,
+    const Tensor& w0,
+    const Tensor& b0,
+    bool affine,
+    Device d,
+    bool channels_last = false) {
   Tensor x = x0.to(d);
   if (channels_last) x = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
   x = x.detach().requires_grad_();
@@ -31,13 +37,17 @@ std::vector<Tensor> run(const Norm& norm, const Tensor& x0, const Tensor& w0, co
   return {y.detach(), x.grad(), affine ? w.grad() : Tensor(), affine ? b.grad() : Tensor()};
 }
 
-void expect_same(const std::vector<Tensor>& gpu, const std::vector<Tensor>& cpu, DType t,
-                 const std::string& what) {
+void expect_same(
+    const std::vector<Tensor>& gpu,
+    const std::vector<Tensor>& cpu,
+    DType t,
+    const std::string& what) {
   // Double accumulation on both; float32 results differ by the roundings of other sum orders.
   const double tol = t == kFloat64 ? 1e-10 : t == kFloat32 ? 2e-5 : 2e-2;
   const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
   for (size_t i = 0; i < gpu.size(); ++i)
-    if (cpu[i].defined()) EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << what << " " << names[i];
+    if (cpu[i].defined())
+      EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << what << " " << names[i];
 }
 
 TEST(CudaNorm, LayerNormMatchesTheCpu) {
@@ -46,8 +56,8 @@ TEST(CudaNorm, LayerNormMatchesTheCpu) {
     Shape x, normalized;
   };
   // Rows of 5 (less than a warp), 768 and 3000 (more than one block's threads), 20,000 rows.
-  const Case cases[] = {{{4, 3, 5}, {5}}, {{16, 768}, {768}}, {{2, 3, 1000}, {3, 1000}},
-                        {{20000, 8}, {8}}};
+  const Case cases[] = {
+      {{4, 3, 5}, {5}}, {{16, 768}, {768}}, {{2, 3, 1000}, {3, 1000}}, {{20000, 8}, {8}}};
   uint64_t seed = 1;
   for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16})
     for (const Case& c : cases)
@@ -58,9 +68,12 @@ TEST(CudaNorm, LayerNormMatchesTheCpu) {
         const Norm norm = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
           return layer_norm(xx, c.normalized, ww, bb, 1e-5);
         };
-        expect_same(run(norm, x, w, b, affine, kGpu), run(norm, x, w, b, affine, Device::cpu()), t,
-                    fmt::format("layer_norm {} {} affine {}", dtype_name(t),
-                                detail::shape_str(c.x), affine));
+        expect_same(
+            run(norm, x, w, b, affine, kGpu),
+            run(norm, x, w, b, affine, Device::cpu()),
+            t,
+            fmt::format(
+                "layer_norm {} {} affine {}", dtype_name(t), detail::shape_str(c.x), affine));
       }
 }
 
@@ -83,10 +96,17 @@ TEST(CudaNorm, GroupNormMatchesTheCpu) {
           const Norm norm = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
             return group_norm(xx, c.groups, ww, bb, 1e-5);
           };
-          expect_same(run(norm, x, w, b, affine, kGpu, cl),
-                      run(norm, x, w, b, affine, Device::cpu(), cl), t,
-                      fmt::format("group_norm {} {} groups {} affine {} channels-last {}",
-                                  dtype_name(t), detail::shape_str(c.x), c.groups, affine, cl));
+          expect_same(
+              run(norm, x, w, b, affine, kGpu, cl),
+              run(norm, x, w, b, affine, Device::cpu(), cl),
+              t,
+              fmt::format(
+                  "group_norm {} {} groups {} affine {} channels-last {}",
+                  dtype_name(t),
+                  detail::shape_str(c.x),
+                  c.groups,
+                  affine,
+                  cl));
         }
 }
 

@@ -35,17 +35,19 @@ std::vector<int64_t> parameter_sizes(int64_t large) {
 }
 
 /// Trains the parameters for 4 steps on `device` and returns parameters and states, on the CPU.
-std::vector<Tensor> train(const MakeOptimizer& make, const std::vector<int64_t>& sizes,
-                          Device device) {
+std::vector<Tensor> train(
+    const MakeOptimizer& make, const std::vector<int64_t>& sizes, Device device) {
   std::vector<Tensor> params;
   for (size_t i = 0; i < sizes.size(); ++i)
-    params.push_back(random_tensor({sizes[i]}, -1, 1, 500 + i).to(device, kFloat32).requires_grad_());
+    params.push_back(
+        random_tensor({sizes[i]}, -1, 1, 500 + i).to(device, kFloat32).requires_grad_());
   auto opt = make(params);
   for (int step = 0; step < 4; ++step) {
     for (size_t i = 0; i < params.size(); ++i)
       params[i].mutable_grad() =
-          i == 5 && step == 1 ? Tensor()  // one parameter skips a step: its own step count
-                              : random_tensor({sizes[i]}, -2, 2, 900 + 50 * step + i).to(device, kFloat32);
+          i == 5 && step == 1
+              ? Tensor()  // one parameter skips a step: its own step count
+              : random_tensor({sizes[i]}, -2, 2, 900 + 50 * step + i).to(device, kFloat32);
     opt->step();
   }
   std::vector<Tensor> out;
@@ -69,11 +71,14 @@ TEST(CudaOptim, MultiTensorUpdatesMatchTheCpuBitForBit) {
       {"sgd maximize", maker<SGD>(SGDOptions{.lr = 0.02, .momentum = 0.5, .maximize = true})},
       {"adam", maker<Adam>(AdamOptions{.lr = 0.01})},
       {"adam decay amsgrad maximize",
-       maker<Adam>(AdamOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true, .maximize = true})},
-      {"adamw amsgrad", maker<AdamW>(AdamWOptions{.lr = 0.01, .weight_decay = 0.2, .amsgrad = true})},
+       maker<Adam>(
+           AdamOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true, .maximize = true})},
+      {"adamw amsgrad",
+       maker<AdamW>(AdamWOptions{.lr = 0.01, .weight_decay = 0.2, .amsgrad = true})},
       {"rmsprop", maker<RMSprop>(RMSpropOptions{.lr = 0.01})},
       {"rmsprop centered momentum decay",
-       maker<RMSprop>(RMSpropOptions{.lr = 0.01, .weight_decay = 0.1, .momentum = 0.9, .centered = true})},
+       maker<RMSprop>(
+           RMSpropOptions{.lr = 0.01, .weight_decay = 0.1, .momentum = 0.9, .centered = true})},
   };
   for (const auto& [name, make] : cases) {
     // The large parameter (~21.6 M elements) only for the variant with the most state: the
@@ -123,7 +128,8 @@ TEST(CudaOptim, UnscaleFindsInfAndNanAndMatchesTheCpu) {
       EXPECT_EQ(gpu_stepped, poison == 0) << dtype_name(t) << " poison " << poison;
       EXPECT_EQ(gpu_stepped, cpu_stepped) << dtype_name(t) << " poison " << poison;
       for (size_t i = 0; i < gpu.size(); ++i)
-        EXPECT_TRUE(testing::all_close(testing::values_of(gpu[i]), testing::values_of(cpu[i]), 0, 0))
+        EXPECT_TRUE(
+            testing::all_close(testing::values_of(gpu[i]), testing::values_of(cpu[i]), 0, 0))
             << dtype_name(t) << " poison " << poison << ", gradient " << i;
     }
 }

@@ -38,26 +38,34 @@ std::vector<OptimCase> every_option() {
   return {
       make_case<SGD>("sgd", SGDOptions{.lr = 0.1}),
       make_case<SGD>("sgd momentum", SGDOptions{.lr = 0.05, .momentum = 0.9}),
-      make_case<SGD>("sgd dampening decay",
-                     SGDOptions{.lr = 0.05, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.01}),
-      make_case<SGD>("sgd nesterov",
-                     SGDOptions{.lr = 0.05, .momentum = 0.8, .weight_decay = 1e-3, .nesterov = true}),
+      make_case<SGD>(
+          "sgd dampening decay",
+          SGDOptions{.lr = 0.05, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.01}),
+      make_case<SGD>(
+          "sgd nesterov",
+          SGDOptions{.lr = 0.05, .momentum = 0.8, .weight_decay = 1e-3, .nesterov = true}),
       make_case<SGD>("sgd maximize", SGDOptions{.lr = 0.02, .momentum = 0.5, .maximize = true}),
       make_case<Adam>("adam", AdamOptions{.lr = 0.01}),
-      make_case<Adam>("adam decay amsgrad",
-                      AdamOptions{.lr = 0.01, .betas = {0.8, 0.95}, .eps = 1e-6,
-                                  .weight_decay = 0.1, .amsgrad = true}),
-      make_case<Adam>("adam maximize", AdamOptions{.lr = 0.02, .weight_decay = 0.05, .maximize = true}),
+      make_case<Adam>(
+          "adam decay amsgrad",
+          AdamOptions{
+              .lr = 0.01, .betas = {0.8, 0.95}, .eps = 1e-6, .weight_decay = 0.1, .amsgrad = true}),
+      make_case<Adam>(
+          "adam maximize", AdamOptions{.lr = 0.02, .weight_decay = 0.05, .maximize = true}),
       make_case<AdamW>("adamw", AdamWOptions{.lr = 0.01, .weight_decay = 0.1}),
-      make_case<AdamW>("adamw amsgrad maximize",
-                       AdamWOptions{.lr = 0.01, .weight_decay = 0.2, .amsgrad = true, .maximize = true}),
+      make_case<AdamW>(
+          "adamw amsgrad maximize",
+          AdamWOptions{.lr = 0.01, .weight_decay = 0.2, .amsgrad = true, .maximize = true}),
       make_case<RMSprop>("rmsprop", RMSpropOptions{.lr = 0.01}),
-      make_case<RMSprop>("rmsprop momentum decay",
-                         RMSpropOptions{.lr = 0.01, .alpha = 0.9, .weight_decay = 0.1, .momentum = 0.9}),
-      make_case<RMSprop>("rmsprop centered",
-                         RMSpropOptions{.lr = 0.01, .eps = 1e-6, .momentum = 0.5, .centered = true}),
-      make_case<RMSprop>("rmsprop centered maximize",
-                         RMSpropOptions{.lr = 0.005, .centered = true, .maximize = true}),
+      make_case<RMSprop>(
+          "rmsprop momentum decay",
+          RMSpropOptions{.lr = 0.01, .alpha = 0.9, .weight_decay = 0.1, .momentum = 0.9}),
+      make_case<RMSprop>(
+          "rmsprop centered",
+          RMSpropOptions{.lr = 0.01, .eps = 1e-6, .momentum = 0.5, .centered = true}),
+      make_case<RMSprop>(
+          "rmsprop centered maximize",
+          RMSpropOptions{.lr = 0.005, .centered = true, .maximize = true}),
   };
 }
 
@@ -94,10 +102,10 @@ std::vector<std::vector<double>> train(const OptimCase& c, bool transposed) {
     for (size_t i = 0; i < params.size(); ++i) {
       // Parameter 1 has no gradient at step 2: its step count falls behind the others'.
       params[i].mutable_grad() =
-          i == 1 && step == 2 ? Tensor()
-                              : tensor(random_values(params[i].numel(), -2, 2, 100 * step + i),
-                                       kShapes[i])
-                                    .to(kFloat32);
+          i == 1 && step == 2
+              ? Tensor()
+              : tensor(random_values(params[i].numel(), -2, 2, 100 * step + i), kShapes[i])
+                    .to(kFloat32);
     }
     opt->step();
   }
