@@ -58,7 +58,7 @@ void sgd_update(const SgdUpdateArgs& a) {
 
 template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 void sgd_item(const MultiTensorItem& it, kernels::SgdConstants<float> k) {
-  k.neg_lr = it.scalars[0];
+  k.neg_lr = kernels::neg_lr_from<float>(it.scalars);
   float* __restrict p = it.param;
   const float* __restrict g = it.grad;
   float* __restrict buf = it.state[0];
@@ -83,7 +83,7 @@ void sgd_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem& it)
 }
 
 void adam_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
-  const kernels::AdamStep<float> s{it.scalars[0], it.scalars[1], it.scalars[2]};
+  const kernels::AdamStep<float> s = kernels::adam_step_from<float>(it.scalars);
   detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
     float unused = 0;
     for (int64_t i = begin; i < end; ++i) {
@@ -94,7 +94,7 @@ void adam_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
 }
 
 void rmsprop_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
-  const float neg_lr = it.scalars[0];
+  const float neg_lr = kernels::neg_lr_from<float>(it.scalars);
   detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
     float unused_ga = 0, unused_buf = 0;
     for (int64_t i = begin; i < end; ++i) {

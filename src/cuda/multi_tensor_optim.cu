@@ -94,7 +94,7 @@ struct UpdateTable {
   float* param[kMaxTensors];
   const float* grad[kMaxTensors];
   float* state[3][kMaxTensors];
-  const float* scalars[kMaxTensors];
+  const double* scalars[kMaxTensors];
   bool first[kMaxTensors];
 };
 
@@ -114,10 +114,10 @@ __global__ void multi_tensor_update_chunks(const UpdateTable tab, const UpdateCo
   float* __restrict__ s0 = tab.state[0][r.t];
   float* __restrict__ s1 = tab.state[1][r.t];
   float* __restrict__ s2 = tab.state[2][r.t];
-  const float* scalars = tab.scalars[r.t];
+  const double* scalars = tab.scalars[r.t];
   if constexpr (kRule == OptimRule::sgd) {
     kernels::SgdConstants<float> k = c.sgd;
-    k.neg_lr = scalars[0];
+    k.neg_lr = kernels::neg_lr_from<float>(scalars);
     const bool first = tab.first[r.t];
     for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
       float pi = p[i], b = 0;
@@ -134,7 +134,7 @@ __global__ void multi_tensor_update_chunks(const UpdateTable tab, const UpdateCo
       p[i] = pi;
     }
   } else if constexpr (kRule == OptimRule::adam) {
-    const kernels::AdamStep<float> s{scalars[0], scalars[1], scalars[2]};
+    const kernels::AdamStep<float> s = kernels::adam_step_from<float>(scalars);
     for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
       float pi = p[i], m = s0[i], v = s1[i], vmax = c.adam.amsgrad ? s2[i] : 0.0f;
       kernels::adam_step(pi, g[i], m, v, vmax, c.adam, s);
@@ -144,7 +144,7 @@ __global__ void multi_tensor_update_chunks(const UpdateTable tab, const UpdateCo
       if (c.adam.amsgrad) s2[i] = vmax;
     }
   } else {
-    const float neg_lr = scalars[0];
+    const float neg_lr = kernels::neg_lr_from<float>(scalars);
     const kernels::RmspropConstants<float>& k = c.rmsprop;
     for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
       float pi = p[i], sq = s0[i], ga = k.centered ? s1[i] : 0.0f;

@@ -36,6 +36,19 @@ struct AdamStep {
   T decay, neg_step_size, bias2_sqrt;
 };
 
+/// The step values a multi-tensor update reads from memory (src/ops/optim_kernels.h,
+/// MultiTensorItem::scalars, float64 so that a learning rate kept on the device in float64 can
+/// be read in place): -lr for SGD and RMSprop, and Adam's AdamStep from {decay, step_size,
+/// bias2_sqrt}, each rounded once to T.
+template <class T>
+IGNIS_HOST_DEVICE T neg_lr_from(const double* s) {
+  return T(-s[0]);
+}
+template <class T>
+IGNIS_HOST_DEVICE AdamStep<T> adam_step_from(const double* s) {
+  return {T(s[0]), T(-s[1]), T(s[2])};
+}
+
 /// One element: parameter p, gradient grad, first moment m, second moment v and, with
 /// amsgrad, the running maximum vmax of v.
 template <class T>

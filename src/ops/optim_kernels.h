@@ -42,13 +42,15 @@ enum class OptimRule : uint8_t { sgd, adam, rmsprop };
 ///   rmsprop: {square_avg, grad_avg, momentum_buffer}
 /// `scalars` points at the step's values on the tensors' device, so a step can read a
 /// learning rate kept on the GPU without a host round trip:
-///   sgd, rmsprop: {-lr};  adam: {decay, neg_step_size, bias2_sqrt} (kernels::AdamStep).
+///   sgd, rmsprop: {lr};  adam: {1 - lr * weight_decay, lr / (1 - beta1^t),
+///   sqrt(1 - beta2^t)}, in float64 (a learning rate kept on the device in float64 can be
+///   read in place); kernels::neg_lr_from and adam_step_from round them once.
 struct MultiTensorItem {
   int64_t n = 0;
   float* param = nullptr;
   const float* grad = nullptr;
   float* state[3] = {};
-  const float* scalars = nullptr;
+  const double* scalars = nullptr;
   bool first = false;  // sgd: the momentum buffer is new, buf = d
 };
 

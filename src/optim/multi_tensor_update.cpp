@@ -116,19 +116,19 @@ void append_scalars(
     const GroupOptions& o,
     bool decoupled,
     ParamState& st,
-    std::vector<float>& out) {
+    std::vector<double>& out) {
   const double lr = option(o, "lr");
   if (rule != OptimRule::adam) {
     if (rule == OptimRule::rmsprop) bump_step(st);
-    out.push_back(float(-lr));
+    out.push_back(lr);
     return;
   }
   const double step = bump_step(st);
   const double b1 = option(o, "beta1"), b2 = option(o, "beta2");
   const double wd = decoupled ? option(o, "weight_decay") : 0;
-  out.push_back(float(1 - lr * wd));
-  out.push_back(float(-(lr / (1 - std::pow(b1, step)))));
-  out.push_back(float(std::sqrt(1 - std::pow(b2, step))));
+  out.push_back(1 - lr * wd);
+  out.push_back(lr / (1 - std::pow(b1, step)));
+  out.push_back(std::sqrt(1 - std::pow(b2, step)));
 }
 
 /// The parameters of one device: creates missing state, then one kernel call.
@@ -140,7 +140,7 @@ void run_on_device(
     bool decoupled,
     Device device,
     const char* op) {
-  std::vector<float> scalars;
+  std::vector<double> scalars;
   std::vector<size_t> offset;
   for (const ParamUpdate* u : params) {
     MultiTensorItem item;
@@ -175,7 +175,7 @@ void run_on_device(
   // The step's values go where the kernel reads them: a pinned buffer copied without a wait.
   Tensor values = tensor(scalars);
   if (device.type != DeviceType::CPU) values = values.pin_memory().to(device, true);
-  const float* base = values.data_ptr<float>();
+  const double* base = values.data_ptr<double>();
   for (size_t i = 0; i < args.items.size(); ++i) args.items[i].scalars = base + offset[i];
   multi_tensor_update_kernel.get(device)(args);
 }
