@@ -33,8 +33,8 @@ struct GradGroup {
   std::vector<Tensor> grads;
 };
 
-/// Unscales a group on a device without the fused kernel (CUDA, until it has one): the same
-/// arithmetic with ops, the flags combined on the device and read once.
+/// Unscales gradients a fused kernel does not take (non-contiguous ones, or a device without
+/// the kernel): the same arithmetic with ops, the flags combined on the device and read once.
 bool unscale_with_ops(const std::vector<Tensor>& grads, float inv_scale) {
   Tensor ok = full({}, true, {kBool, grads.front().device()});
   for (Tensor g : grads) {

@@ -9,6 +9,7 @@
 
 #include "cpu/loops.h"
 #include "kernels/batch_norm_math.h"
+#include "kernels/row_norm_math.h"
 #include "core/parallel.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
@@ -355,14 +356,7 @@ void batch_norm_backward_any(const BatchNormBackwardArgs& a) {
 
 // ---- layer norm and group norm ------------------------------------------------------------
 
-/// The weight/bias index of column j of row r.
-struct AffineIndex {
-  int64_t groups, cpg, s;
-  int64_t operator()(int64_t r, int64_t j) const {
-    return groups == 0 ? j : (r % groups) * cpg + j / s;
-  }
-  int64_t size(int64_t cols) const { return groups == 0 ? cols : groups * cpg; }
-};
+using kernels::AffineIndex;
 
 template <class T>
 void row_norm_forward(const RowNormArgs& a) {
@@ -383,8 +377,8 @@ void row_norm_forward(const RowNormArgs& a) {
       T* yr = y + r * cols;
       for (int64_t j = 0; j < cols; ++j) {
         const int64_t k = ai(r, j);
-        const double xh = (double(xr[j]) - m) * is;
-        yr[j] = T(xh * (w ? double(w[k]) : 1.0) + (b ? double(b[k]) : 0.0));
+        yr[j] = T(kernels::row_norm_value(double(xr[j]), m, is, w ? double(w[k]) : 1.0,
+                                          b ? double(b[k]) : 0.0));
       }
     }
   });
@@ -419,9 +413,8 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
       T* gir = gi + r * cols;
       for (int64_t j = 0; j < cols; ++j) {
         const int64_t k = ai(r, j);
-        const double xh = (double(xr[j]) - m) * is;
-        const double gx = double(gr[j]) * (w ? double(w[k]) : 1.0);
-        gir[j] = T(is * (gx - sg - xh * sgx));
+        gir[j] = T(kernels::row_norm_grad(double(xr[j]), double(gr[j]), w ? double(w[k]) : 1.0, m,
+                                          is, sg, sgx));
       }
     }
   });

@@ -1,15 +1,20 @@
-// CPU kernels of the fused optimizer updates and of GradScaler's unscale
-// (src/ops/optim_kernels.h). Each element is independent; chunks go to the threads.
+// CPU kernels of the fused optimizer updates (per parameter and multi-tensor) and of
+// GradScaler's unscale (src/ops/optim_kernels.h). Each element is independent; chunks go to
+// the threads. The multi-tensor rules run the same element math as the CUDA kernel.
 #include <atomic>
 #include <type_traits>
 
 #include "core/parallel.h"
 #include "cpu/loops.h"
+#include "kernels/optim_math.h"
 #include "kernels/sgd_math.h"
 #include "ops/optim_kernels.h"
 
 namespace ignis::cpu {
 namespace {
+using detail::MultiTensorItem;
+using detail::MultiTensorUpdateArgs;
+using detail::OptimRule;
 using detail::SgdUpdateArgs;
 using detail::UnscaleArgs;
 
@@ -47,6 +52,71 @@ void sgd_rows(const SgdUpdateArgs& a) {
 
 void sgd_update(const SgdUpdateArgs& a) {
   visit_float_or_double(a.dtype, [&]<class T>() { sgd_rows<T>(a); });
+}
+
+// ---- multi-tensor updates (float32) ---------------------------------------------------------
+
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgd_item(const MultiTensorItem& it, kernels::SgdConstants<float> k) {
+  k.neg_lr = kernels::neg_lr_from<float>(it.scalars);
+  float* __restrict p = it.param;
+  const float* __restrict g = it.grad;
+  float* __restrict buf = it.state[0];
+  detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float b = 0;
+      if constexpr (kMomentum && !kFirst) b = buf[i];
+      kernels::sgd_step<float, kDecay, kMomentum, kFirst, kNesterov>(p[i], g[i], b, k);
+      if constexpr (kMomentum) buf[i] = b;
+    }
+  });
+}
+
+template <bool kDecay>
+void sgd_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
+  if (!a.sgd_momentum) return sgd_item<kDecay, false, false, false>(it, a.sgd);
+  if (it.first)
+    return a.sgd_nesterov ? sgd_item<kDecay, true, true, true>(it, a.sgd)
+                          : sgd_item<kDecay, true, true, false>(it, a.sgd);
+  return a.sgd_nesterov ? sgd_item<kDecay, true, false, true>(it, a.sgd)
+                        : sgd_item<kDecay, true, false, false>(it, a.sgd);
+}
+
+void adam_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
+  const kernels::AdamStep<float> s = kernels::adam_step_from<float>(it.scalars);
+  detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
+    float unused = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      float& vmax = a.adam.amsgrad ? it.state[2][i] : unused;
+      kernels::adam_step(it.param[i], it.grad[i], it.state[0][i], it.state[1][i], vmax, a.adam, s);
+    }
+  });
+}
+
+void rmsprop_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
+  const float neg_lr = kernels::neg_lr_from<float>(it.scalars);
+  detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
+    float unused_ga = 0, unused_buf = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      float& ga = a.rmsprop.centered ? it.state[1][i] : unused_ga;
+      float& buf = a.rmsprop.use_momentum ? it.state[2][i] : unused_buf;
+      kernels::rmsprop_step(it.param[i], it.grad[i], it.state[0][i], ga, buf, a.rmsprop, neg_lr);
+    }
+  });
+}
+
+void multi_tensor_update(const MultiTensorUpdateArgs& a) {
+  for (const MultiTensorItem& it : a.items) {
+    if (it.n == 0) continue;
+    switch (a.rule) {
+      case OptimRule::sgd:
+        if (a.sgd_decay) sgd_item_variant<true>(a, it);
+        else sgd_item_variant<false>(a, it);
+        break;
+      case OptimRule::adam: adam_item(a, it); break;
+      case OptimRule::rmsprop: rmsprop_item(a, it); break;
+    }
+  }
 }
 
 /// One tensor of the unscale pass; returns whether any element was inf or NaN. The check
@@ -91,6 +161,7 @@ bool unscale(const UnscaleArgs& a) {
 void register_optim_cpu() {
   detail::sgd_update_kernel.set(DeviceType::CPU, &sgd_update);
   detail::unscale_kernel.set(DeviceType::CPU, &unscale);
+  detail::multi_tensor_update_kernel.set(DeviceType::CPU, &multi_tensor_update);
 }
 
 }  // namespace ignis::cpu

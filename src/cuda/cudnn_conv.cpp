@@ -10,7 +10,9 @@
 //   call's own tensors (cudnnFind*AlgorithmEx), and cached; the workspace comes from the device
 //   caching allocator, so it is reused like any other block and ordered on the stream.
 // - float32 runs in full precision (CUDNN_FMA_MATH) unless cuda::set_allow_tf32(true), as
-//   the matrix products do; float64 in float64.
+//   the matrix products do; float64 in float64; bf16 and fp16 in their own precision on
+//   tensor cores, accumulating in float32 (the bias add and bias gradient go through the
+//   elementwise and reduction kernels, also in float32, rounded once).
 // - cuDNN pads symmetrically. The front end's padding_end may differ from padding ("same"
 //   with an even kernel; a transposed convolution's output_padding); such a convolution runs
 //   on the input extended with zero rows at the end, its output cut, and its gradient
@@ -80,7 +82,21 @@ cudnnHandle_t handle_for(int device, const char* op) {
   return it->second;
 }
 
-cudnnDataType_t data_type(DType t) { return t == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+cudnnDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::Float64: return CUDNN_DATA_DOUBLE;
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case DType::Float16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+/// What cuDNN accumulates in: float64 for float64, float32 otherwise (16-bit data included).
+cudnnDataType_t compute_type(DType t) {
+  return t == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+
+bool is_16bit(DType t) { return t == kBFloat16 || t == kFloat16; }
 
 /// Owning wrappers of the three descriptor kinds.
 struct TensorDesc {
@@ -141,13 +157,15 @@ struct ConvDesc {
             int(p.dilation[0]),
             int(p.dilation[1]),
             CUDNN_CROSS_CORRELATION,
-            data_type(t)),
+            compute_type(t)),
         op);
     IGNIS_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d, int(p.groups)), op);
-    // FMA_MATH keeps float32 off TF32 tensor cores; float64 has no reduced-precision mode.
-    const bool fma_only = t == kFloat32 && !allow_tf32();
-    IGNIS_CUDNN_CHECK(
-        cudnnSetConvolutionMathType(d, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), op);
+    // FMA_MATH keeps float32 off TF32 tensor cores; bf16/fp16 run on tensor cores with float
+    // accumulation (the compute type above); float64 has no reduced-precision mode.
+    const cudnnMathType_t math = t == kFloat32 && !allow_tf32() ? CUDNN_FMA_MATH
+                                 : is_16bit(t)                  ? CUDNN_TENSOR_OP_MATH
+                                                                : CUDNN_DEFAULT_MATH;
+    IGNIS_CUDNN_CHECK(cudnnSetConvolutionMathType(d, math), op);
   }
   ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
   ConvDesc(const ConvDesc&) = delete;
@@ -440,6 +458,10 @@ void backward_filter(
       op);
   store_filter_grad(gw, gw_memory, d);
   if (!gb.defined()) return;
+  if (is_16bit(gy.dtype())) {  // summed in float32, rounded once (see add_bias)
+    Tensor(gb).copy_(gy.to(kFloat32).sum({0, 2, 3}));
+    return;
+  }
   const Tensor gb4 = gb.view({1, gb.size(0), 1, 1});
   TensorDesc db(gb4, op);
   IGNIS_CUDNN_CHECK(
@@ -450,6 +472,12 @@ void backward_filter(
 
 void add_bias(const Tensor& bias, const Tensor& y) {
   const char* op = "conv2d";
+  // cuDNN's bias add and bias gradient are not documented for bf16; the elementwise engine
+  // adds in float and rounds once.
+  if (is_16bit(y.dtype())) {
+    Tensor(y).add_(bias.view({1, bias.size(0), 1, 1}));
+    return;
+  }
   const int dev = y.device().index;
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
@@ -499,10 +527,10 @@ Tensor full_grad(const Tensor& gy, const Tensor& x_ext, const Tensor& w, const C
        symmetric_out(x_ext.size(3), w.size(3), p, 1) - gy.size(3)});
 }
 
-/// cuDNN's NHWC convolutions are float32 (and 16-bit) only: a float64 channels-last call
-/// runs on NCHW copies.
+/// cuDNN's NHWC convolutions are float32 and 16-bit only: a float64 channels-last call runs
+/// on NCHW copies.
 bool needs_nchw(const Tensor& t) {
-  return t.dtype() != kFloat32 && ignis::detail::is_channels_last(t);
+  return t.dtype() == kFloat64 && ignis::detail::is_channels_last(t);
 }
 Tensor nchw_buffer(const Tensor& like) {
   return ignis::detail::make_tensor(like.sizes(), like.dtype(), like.device());

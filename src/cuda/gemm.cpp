@@ -1,5 +1,6 @@
 // Matrix products on CUDA devices through cuBLASLt: the gemm_kernel slot (GemmArgs, see
-// src/ops/linalg_kernels.h) for float32, float64, float16 and bfloat16.
+// src/ops/linalg_kernels.h) for float32, float64, float16 and bfloat16, and the same product
+// with a bias added in cuBLASLt's epilogue (gemm_with_epilogue, src/cuda/gemm.h).
 //
 // Note [cuBLASLt operand layouts]
 // cuBLASLt is column-major and Ignis row-major, so Ignis's C = A B is computed as
@@ -20,6 +21,7 @@
 #include "core/tensor_impl.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/gemm.h"
 #include "ignis/cuda.h"
 #include "ignis/ops.h"
 #include "ops/linalg_kernels.h"
@@ -154,7 +156,9 @@ void make_layout(Layout& l, cudaDataType type, uint64_t rows, uint64_t cols, int
   }
 }
 
-void gemm(const GemmArgs& g) {
+}  // namespace
+
+bool gemm_with_epilogue(const GemmArgs& g, const GemmEpilogue& e) {
   cudaDataType type;
   cublasComputeType_t compute;
   cudaDataType scale = CUDA_R_32F;
@@ -200,6 +204,16 @@ void gemm(const GemmArgs& g) {
   IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &opa,
                                                     sizeof(opa)),
                      kOp);
+  if (e.bias) {
+    // A bias per column of C is one per row of cuBLASLt's D (C^T), its packed bias vector.
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                      &epilogue, sizeof(epilogue)),
+                       kOp);
+    IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &e.bias, sizeof(e.bias)),
+                       kOp);
+  }
   Layout lb, la, lc;
   make_layout(lb, type, b.rows, b.cols, b.ld, batch, last(b.batch_strides));
   make_layout(la, type, a.rows, a.cols, a.ld, batch, last(a.batch_strides));
@@ -230,6 +244,7 @@ void gemm(const GemmArgs& g) {
   IGNIS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, desc.d, lb.d, la.d, lc.d, lc.d, pref.d, 1,
                                                     &result, &found),
                      kOp);
+  if (found == 0 && e.bias) return false;  // the caller adds the bias itself
   IGNIS_CHECK(found > 0, NotImplementedError,
               "[{}] cuBLASLt found no algorithm for a {} product of [{}, {}] x [{}, {}]", kOp,
               dtype_name(g.dtype), g.m, g.k, g.k, g.n);
@@ -261,7 +276,11 @@ void gemm(const GemmArgs& g) {
                        size_t(workspace.numel()), stream),
         kOp);
   }
+  return true;
 }
+
+namespace {
+void gemm(const GemmArgs& g) { gemm_with_epilogue(g, {}); }
 }  // namespace
 
 void register_gemm() { ignis::detail::gemm_kernel.set(DeviceType::CUDA, &gemm); }

@@ -77,6 +77,7 @@ Tensor linear_relu_values(const Tensor& x, const Tensor& weight, const Tensor& b
     a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
     a.bias = bc.defined() ? bc.data_ptr() : nullptr;
     a.out = out.data_ptr();
+    a.device = x.device();
     if (a.m > 0 && a.n > 0 && a.k > 0 && detail::linear_relu_forward_kernel.get(x.device())(a))
       return out;
   }
@@ -98,6 +99,7 @@ std::pair<Tensor, Tensor> relu_mask_grad(const Tensor& g, const Tensor& y, bool 
     a.m = y.size(0), a.n = y.size(1);
     a.g = gc.data_ptr(), a.y = yc.data_ptr(), a.dz = dz.data_ptr();
     a.dbias = want_bias ? db.data_ptr() : nullptr;
+    a.device = y.device();
     if (detail::relu_mask_backward_kernel.get(g.device())(a)) return {dz, db};
   }
   Tensor dz = g * gt(y, 0).to(g.dtype());

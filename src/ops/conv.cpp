@@ -86,11 +86,13 @@ struct Prepared {
   DType cd;
 };
 /// bfloat16 convolutions on the CPU run in bfloat16 (oneDNN's bf16 kernels accumulate in
-/// float and round once; src/cpu/dnnl_conv.cpp); other 16-bit inputs compute in float32.
+/// float and round once; src/cpu/dnnl_conv.cpp), and bfloat16 and float16 ones on CUDA in
+/// their own dtype (cuDNN's tensor-core kernels, float accumulation; src/cuda/cudnn_conv.cpp);
+/// float16 on the CPU computes in float32.
 Prepared prepare(const char* op, const Tensor& input) {
-  const DType cd = input.dtype() == kBFloat16 && input.is_cpu()
-                       ? kBFloat16
-                       : nn_compute_dtype(op, input.dtype());
+  const DType t = input.dtype();
+  const bool native = t == kBFloat16 || (t == kFloat16 && input.is_cuda());
+  const DType cd = native ? t : nn_compute_dtype(op, t);
   return {is_channels_last(input), cd};
 }
 

@@ -19,6 +19,7 @@ struct LinearReluForward {
   int64_t w_rs = 0, w_cs = 0;
   const void* bias = nullptr;
   void* out = nullptr;
+  Device device;  // of every operand
 };
 /// Returns false when the kernel does not take this product (dtype or shape); the caller then
 /// composes the product and the activation from other ops.
@@ -33,6 +34,7 @@ struct ReluMaskBackward {
   const void* y = nullptr;
   void* dz = nullptr;
   void* dbias = nullptr;
+  Device device;  // of every operand
 };
 /// Returns false when the dtype is not supported (the caller composes it).
 inline KernelSlot<bool (*)(const ReluMaskBackward&)> relu_mask_backward_kernel{

@@ -224,8 +224,8 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& input,
   a.invstd = maybe_contiguous(save_invstd, cd);
   a.grad_input = make_tensor(input.sizes(), cd, input.device());
   if (weight.defined()) {
-    a.grad_weight = zeros(normalized_shape, cd);
-    a.grad_bias = zeros(normalized_shape, cd);
+    a.grad_weight = zeros(normalized_shape, TensorOptions(cd, input.device()));
+    a.grad_bias = zeros(normalized_shape, TensorOptions(cd, input.device()));
   }
   a.rows = rows, a.cols = cols;
   if (rows > 0 && cols > 0) row_norm_backward_kernel.get(input.device())(a);
@@ -272,7 +272,10 @@ NormGrads group_norm_backward(const Tensor& grad_out, const Tensor& input, int64
   a.mean = maybe_contiguous(save_mean, cd);
   a.invstd = maybe_contiguous(save_invstd, cd);
   a.grad_input = make_tensor(input.sizes(), cd, input.device());
-  if (weight.defined()) a.grad_weight = zeros({C}, cd), a.grad_bias = zeros({C}, cd);
+  if (weight.defined()) {
+    a.grad_weight = zeros({C}, TensorOptions(cd, input.device()));
+    a.grad_bias = zeros({C}, TensorOptions(cd, input.device()));
+  }
   a.groups = groups, a.channels_per_group = C / groups, a.s = spatial_size(input);
   a.rows = N * groups, a.cols = a.channels_per_group * a.s;
   if (a.rows > 0 && a.cols > 0) row_norm_backward_kernel.get(input.device())(a);

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "kernels/optim_math.h"
+#include "kernels/sgd_math.h"
 
 namespace ignis::detail {
 
@@ -30,6 +32,44 @@ struct SgdUpdateArgs {
 };
 
 inline KernelSlot<void (*)(const SgdUpdateArgs&)> sgd_update_kernel{"sgd_update"};
+
+/// Multi-tensor optimizer updates: one call (one launch on a GPU) applies SGD, Adam/AdamW or
+/// RMSprop to every float32 parameter of a group on one device, with the per-element rules of
+/// src/kernels/sgd_math.h and optim_math.h.
+enum class OptimRule : uint8_t { sgd, adam, rmsprop };
+
+/// One parameter of a multi-tensor update: contiguous float32 tensors of n elements. The
+/// state tensors by rule (null where the options do not use one):
+///   sgd:     {momentum_buffer}
+///   adam:    {exp_avg, exp_avg_sq, max_exp_avg_sq}
+///   rmsprop: {square_avg, grad_avg, momentum_buffer}
+/// `scalars` points at the step's values on the tensors' device, so a step can read a
+/// learning rate kept on the GPU without a host round trip:
+///   sgd, rmsprop: {lr};  adam: {1 - lr * weight_decay, lr / (1 - beta1^t),
+///   sqrt(1 - beta2^t)}, in float64 (a learning rate kept on the device in float64 can be
+///   read in place); kernels::neg_lr_from and adam_step_from round them once.
+struct MultiTensorItem {
+  int64_t n = 0;
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* state[3] = {};
+  const double* scalars = nullptr;
+  bool first = false;  // sgd: the momentum buffer is new, buf = d
+};
+
+/// The rule, the items (all on one device) and the options that do not change per step (the
+/// neg_lr field of `sgd` is unused: it comes from each item's scalars).
+struct MultiTensorUpdateArgs {
+  OptimRule rule = OptimRule::sgd;
+  std::vector<MultiTensorItem> items;
+  kernels::SgdConstants<float> sgd{};
+  bool sgd_decay = false, sgd_momentum = false, sgd_nesterov = false;
+  kernels::AdamConstants<float> adam{};
+  kernels::RmspropConstants<float> rmsprop{};
+};
+
+inline KernelSlot<void (*)(const MultiTensorUpdateArgs&)> multi_tensor_update_kernel{
+    "multi_tensor_update"};
 
 /// GradScaler's unscale (PyTorch's _amp_foreach_non_finite_check_and_unscale_): for every
 /// element g of every tensor, found_inf |= !isfinite(g), then g *= inv_scale, in place, in

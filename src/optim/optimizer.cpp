@@ -61,6 +61,7 @@ void Optimizer::step() {
   NoGradGuard no_grad;
   for (size_t g = 0; g < groups_.size(); ++g) {
     validate(groups_[g].options);  // schedulers or users may have changed them
+    std::vector<ParamUpdate> with_grad;
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       Tensor& p = groups_[g].params[i];
       const Tensor& grad = p.grad();
@@ -68,9 +69,14 @@ void Optimizer::step() {
       IGNIS_CHECK(grad.sizes() == p.sizes(), ShapeError,
                   "[{}] gradient {} does not match parameter {} (group {}, index {})", name_,
                   shape_str(grad.sizes()), shape_str(p.sizes()), g, i);
-      update(p, grad, state_[g][i], groups_[g].options);
+      with_grad.push_back({&p, &grad, &state_[g][i]});
     }
+    update_group(with_grad, groups_[g].options);
   }
+}
+
+void Optimizer::update_group(const std::vector<ParamUpdate>& params, const GroupOptions& o) {
+  for (const ParamUpdate& u : params) update(*u.param, *u.grad, *u.state, o);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -1,6 +1,8 @@
 // The update rules of SGD, Adam/AdamW, RMSprop and Adagrad, re-expressed from PyTorch 1.13's
-// single-tensor formulas with in-place ignis ops. Optimizer::step() calls update() under a
-// NoGradGuard for each parameter that has a gradient.
+// single-tensor formulas with in-place ignis ops. Optimizer::step() calls update_group() under
+// a NoGradGuard for each group; SGD, Adam and RMSprop give the float32 parameters to the
+// multi-tensor kernel (src/optim/multi_tensor_update.h, the same arithmetic fused) and call
+// update() for the rest.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "core/graph_capture.h"
 #include "ops/optim_kernels.h"
 #include "ops/write_checks.h"
+#include "optim/multi_tensor_update.h"
 #include "ignis/ops.h"
 #include "ignis/optim/adagrad.h"
 #include "ignis/optim/adam.h"
@@ -36,13 +39,8 @@ void check_lr(const std::string& opt, const GroupOptions& o) {
   IGNIS_CHECK(lr >= 0, ValueError, "[{}] invalid learning rate: {}", opt, lr);
 }
 
-// The step counter: a float32 scalar on the CPU, as PyTorch keeps it (no device sync to read).
-double bump_step(ParamState& st) {
-  auto it = st.find("step");
-  if (it == st.end()) it = st.emplace("step", scalar_tensor(0.0, kFloat32)).first;
-  it->second.add_(1);
-  return it->second.item<double>();
-}
+// bump_step (multi_tensor_update.h) counts steps in a CPU float32 scalar, as PyTorch does.
+using ignis::detail::OptimRule;
 
 // The state tensor `key`, created by `make` when absent.
 template <class Make>
@@ -163,6 +161,10 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
 }
 }  // namespace
 
+void SGD::update_group(const std::vector<ParamUpdate>& params, const GroupOptions& o) {
+  Optimizer::update_group(multi_tensor_step(OptimRule::sgd, params, o), o);
+}
+
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
   const double* lr_on_device =
       ignis::detail::capture_underway() && p.is_cuda()
@@ -227,6 +229,10 @@ void Adam::validate(const GroupOptions& o) const {
   }
 }
 
+void Adam::update_group(const std::vector<ParamUpdate>& params, const GroupOptions& o) {
+  Optimizer::update_group(multi_tensor_step(OptimRule::adam, params, o, decoupled_), o);
+}
+
 void Adam::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
   ignis::detail::refuse_during_capture(
       name().c_str(), "keeps its step count and bias corrections on the host");
@@ -278,6 +284,10 @@ void RMSprop::validate(const GroupOptions& o) const {
   check_nonneg(name(), o, "momentum", "momentum value");
   check_nonneg(name(), o, "weight_decay", "weight_decay value");
   check_nonneg(name(), o, "alpha", "alpha value");
+}
+
+void RMSprop::update_group(const std::vector<ParamUpdate>& params, const GroupOptions& o) {
+  Optimizer::update_group(multi_tensor_step(OptimRule::rmsprop, params, o), o);
 }
 
 void RMSprop::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {

@@ -102,14 +102,19 @@ TEST(CudaNn, Conv2dForwardAndBackwardMatchTheCpu) {
     for (DType t : {kFloat32, kFloat64})
       for (bool cl : {false, true}) expect_like_cpu(c.name, fn, in, t, cl);
   }
-  // 16-bit inputs: converted to float32 around the same kernels.
-  const std::vector<Tensor> in{
-      random_tensor({2, 3, 8, 8}, -1, 1, 4), random_tensor({4, 3, 3, 3}, -0.5, 0.5, 5)};
-  const Fn fn = [](const std::vector<Tensor>& v) {
-    return conv2d(v[0], v[1], Tensor(), {.padding = {1, 1}});
-  };
-  expect_like_cpu("conv2d", fn, in, kBFloat16);
-  expect_like_cpu("conv2d", fn, in, kFloat16);
+  // 16-bit inputs: cuDNN computes in bf16/fp16 on tensor cores with float accumulation, the
+  // CPU in bf16 through oneDNN (also float accumulation) or, for fp16, in float32: each rounds
+  // once, so they agree to about an ulp. Every case above, both layouts (bias, stride, groups,
+  // dilation and the asymmetric "same" padding included).
+  for (const Case& c : cases) {
+    std::vector<Tensor> in{random_tensor(c.x, -1, 1, 4), random_tensor(c.w, -0.5, 0.5, 5)};
+    if (c.bias) in.push_back(random_tensor({c.w[0]}, -0.5, 0.5, 6));
+    const Fn fn = [&](const std::vector<Tensor>& v) {
+      return conv2d(v[0], v[1], v.size() > 2 ? v[2] : Tensor(), c.o);
+    };
+    for (DType t : {kBFloat16, kFloat16})
+      for (bool cl : {false, true}) expect_like_cpu(c.name, fn, in, t, cl);
+  }
 }
 
 TEST(CudaNn, Conv2dInBenchmarkModeMatchesTheCpu) {
@@ -144,7 +149,8 @@ TEST(CudaNn, ConvTranspose2dMatchesTheCpu) {
     const Fn fn = [&](const std::vector<Tensor>& v) {
       return conv_transpose2d(v[0], v[1], v[2], o);
     };
-    for (DType t : {kFloat32, kFloat64})
+    // bf16 and fp16 run in their own dtype on cuDNN (see the conv2d test).
+    for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16})
       for (bool cl : {false, true}) expect_like_cpu("conv_transpose2d", fn, in, t, cl);
   }
 }

@@ -61,6 +61,22 @@ TEST(CudaRandom, ViewsDrawInLogicalOrder) {
   EXPECT_TRUE(equals_cpu(g, c));
 }
 
+TEST(CudaRandom, RandpermIsTheCpusPermutation) {
+  IGNIS_REQUIRE_CUDA();
+  // 1: a single key; odd sizes: a partial last Philox block; 3 M: CUB's multi-pass sort.
+  for (int64_t n : {int64_t(1), int64_t(2), int64_t(1001), int64_t(3000001)})
+    for (DType t : {kInt64, kInt32, kFloat32}) {
+      Generator gc(2024), gg(2024);
+      const Tensor cpu = randperm(n, t, &gc);
+      const Tensor gpu = randperm(n, TensorOptions(t, kGpu), &gg);
+      EXPECT_TRUE(equals_cpu(gpu, cpu)) << "randperm " << n << " " << dtype_name(t);
+      EXPECT_EQ(gg.offset(), gc.offset()) << "randperm " << n;
+      // Both devices continue the stream in step: the next draw agrees too.
+      EXPECT_TRUE(equals_cpu(rand({5}, TensorOptions(kFloat32, kGpu), &gg), rand({5}, kFloat32, &gc)));
+    }
+  EXPECT_EQ(randperm(0, TensorOptions(kInt64, kGpu)).numel(), 0);
+}
+
 TEST(CudaAutograd, GradientsOfASmallNetworkMatchTheCpu) {
   IGNIS_REQUIRE_CUDA();
   // Two layers, relu, a softmax classifier term and an MSE term, in float64 so the

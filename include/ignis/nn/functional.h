@@ -23,8 +23,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// An activation applied by linear as part of the layer (one graph node, no extra pass).
 enum class Activation : uint8_t { None, ReLU };
 /// act(x W^T + b): the same values as act(linear(x, weight, bias)); on the CPU a 2-D float32
-/// input with a thin weight takes the ReLU in the product's epilogue, and backward masks the
-/// gradient and sums the bias gradient in one pass.
+/// input with a thin weight takes the ReLU in the product's epilogue, on CUDA the bias rides
+/// in cuBLASLt's epilogue; backward masks the gradient and sums the bias gradient in one pass.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act);
 inline Tensor relu(const Tensor& x) { return ignis::relu(x); }
 /// x for x >= 0, negative_slope * x otherwise.

@@ -38,6 +38,8 @@ class Adam : public Optimizer {
   Adam(std::string name, std::vector<Tensor> params, GroupOptions defaults, bool decoupled);
   void update(Tensor& p, const Tensor& grad, ParamState& state,
               const GroupOptions& options) override;
+  void update_group(const std::vector<ParamUpdate>& params,
+                    const GroupOptions& options) override;
   void validate(const GroupOptions& options) const override;
 
  private:

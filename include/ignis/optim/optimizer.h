@@ -42,6 +42,13 @@ struct OptimizerStateDict {
   std::vector<Group> param_groups;
 };
 
+/// One parameter of a step: the tensor, its gradient and its state.
+struct ParamUpdate {
+  Tensor* param;
+  const Tensor* grad;
+  ParamState* state;
+};
+
 class Optimizer {
  public:
   Optimizer(const Optimizer&) = delete;
@@ -80,6 +87,9 @@ class Optimizer {
   /// Updates parameter p (which has a gradient) with its state and its group's options.
   virtual void update(Tensor& p, const Tensor& grad, ParamState& state,
                       const GroupOptions& options) = 0;
+  /// Updates the parameters of one group that have a gradient. The default calls update()
+  /// for each; SGD, Adam and RMSprop first give the ones a multi-tensor kernel takes to it.
+  virtual void update_group(const std::vector<ParamUpdate>& params, const GroupOptions& options);
   /// Checks one group's options (ValueError naming the bad one).
   virtual void validate(const GroupOptions& options) const = 0;
 

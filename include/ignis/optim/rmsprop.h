@@ -27,6 +27,8 @@ class RMSprop : public Optimizer {
  protected:
   void update(Tensor& p, const Tensor& grad, ParamState& state,
               const GroupOptions& options) override;
+  void update_group(const std::vector<ParamUpdate>& params,
+                    const GroupOptions& options) override;
   void validate(const GroupOptions& options) const override;
 };
 

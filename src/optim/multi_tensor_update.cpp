@@ -1,0 +1,211 @@
+// Groups a step's parameters for the multi-tensor update kernel (see multi_tensor_update.h).
+#include "optim/multi_tensor_update.h"
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "ignis/ops.h"
+#include "ops/write_checks.h"
+
+namespace ignis::optim {
+using ignis::detail::multi_tensor_update_kernel;
+using ignis::detail::MultiTensorItem;
+using ignis::detail::MultiTensorUpdateArgs;
+using ignis::detail::OptimRule;
+
+double bump_step(ParamState& st) {
+  auto it = st.find("step");
+  if (it == st.end()) it = st.emplace("step", scalar_tensor(0.0, kFloat32)).first;
+  it->second.add_(1);
+  return it->second.item<double>();
+}
+
+namespace {
+
+bool flag(const GroupOptions& o, const char* key) { return option(o, key) != 0; }
+
+/// The rule's state keys in MultiTensorItem::state order; null where these options use none.
+std::array<const char*, 3> state_keys(OptimRule rule, const GroupOptions& o) {
+  switch (rule) {
+    case OptimRule::sgd:
+      return {option(o, "momentum") != 0 ? "momentum_buffer" : nullptr, nullptr, nullptr};
+    case OptimRule::adam:
+      return {"exp_avg", "exp_avg_sq", flag(o, "amsgrad") ? "max_exp_avg_sq" : nullptr};
+    case OptimRule::rmsprop:
+      return {
+          "square_avg",
+          flag(o, "centered") ? "grad_avg" : nullptr,
+          option(o, "momentum") > 0 ? "momentum_buffer" : nullptr};
+  }
+  return {};
+}
+
+bool plain_float32_on(const Tensor& t, Device d) {
+  return t.dtype() == kFloat32 && t.is_contiguous() && t.device() == d;
+}
+
+/// Whether the kernel takes this parameter: it, its gradient and its existing state are
+/// contiguous float32 tensors on one device that has the kernel.
+bool takes(const ParamUpdate& u, const std::array<const char*, 3>& keys) {
+  const Device d = u.param->device();
+  if (!multi_tensor_update_kernel.has(d.type) || !plain_float32_on(*u.param, d) ||
+      !plain_float32_on(*u.grad, d))
+    return false;
+  for (const char* key : keys) {
+    if (!key) continue;
+    auto it = u.state->find(key);
+    if (it != u.state->end() && !plain_float32_on(it->second, d)) return false;
+  }
+  return true;
+}
+
+/// The options that stay fixed over steps, in float32 (rounded once from double, as the op
+/// path rounds its scalar arguments).
+MultiTensorUpdateArgs constants(OptimRule rule, const GroupOptions& o, bool decoupled) {
+  MultiTensorUpdateArgs a;
+  a.rule = rule;
+  const float sign = flag(o, "maximize") ? -1.0f : 1.0f;
+  const double wd = option(o, "weight_decay");
+  switch (rule) {
+    case OptimRule::sgd: {
+      const double momentum = option(o, "momentum");
+      a.sgd = {0.0f, float(momentum), float(1 - option(o, "dampening")), float(wd), sign};
+      a.sgd_decay = wd != 0;
+      a.sgd_momentum = momentum != 0;
+      a.sgd_nesterov = flag(o, "nesterov");
+      break;
+    }
+    case OptimRule::adam: {
+      const double b1 = option(o, "beta1"), b2 = option(o, "beta2");
+      a.adam = {
+          float(b1),
+          float(1 - b1),
+          float(b2),
+          float(1 - b2),
+          float(option(o, "eps")),
+          float(wd),
+          sign,
+          !decoupled && wd != 0,
+          decoupled,
+          flag(o, "amsgrad")};
+      break;
+    }
+    case OptimRule::rmsprop: {
+      const double alpha = option(o, "alpha"), momentum = option(o, "momentum");
+      a.rmsprop = {
+          float(alpha),
+          float(1 - alpha),
+          float(option(o, "eps")),
+          float(wd),
+          float(momentum),
+          sign,
+          wd != 0,
+          flag(o, "centered"),
+          momentum > 0};
+      break;
+    }
+  }
+  return a;
+}
+
+/// The step's values of one parameter (MultiTensorItem::scalars), appended to `out`.
+void append_scalars(
+    OptimRule rule,
+    const GroupOptions& o,
+    bool decoupled,
+    ParamState& st,
+    std::vector<double>& out) {
+  const double lr = option(o, "lr");
+  if (rule != OptimRule::adam) {
+    if (rule == OptimRule::rmsprop) bump_step(st);
+    out.push_back(lr);
+    return;
+  }
+  const double step = bump_step(st);
+  const double b1 = option(o, "beta1"), b2 = option(o, "beta2");
+  const double wd = decoupled ? option(o, "weight_decay") : 0;
+  out.push_back(1 - lr * wd);
+  out.push_back(lr / (1 - std::pow(b1, step)));
+  out.push_back(std::sqrt(1 - std::pow(b2, step)));
+}
+
+/// The parameters of one device: creates missing state, then one kernel call.
+void run_on_device(
+    MultiTensorUpdateArgs args,
+    const std::vector<const ParamUpdate*>& params,
+    const std::array<const char*, 3>& keys,
+    const GroupOptions& o,
+    bool decoupled,
+    Device device,
+    const char* op) {
+  std::vector<double> scalars;
+  std::vector<size_t> offset;
+  for (const ParamUpdate* u : params) {
+    MultiTensorItem item;
+    Tensor& p = *u->param;
+    ignis::detail::check_writable_layout(p, op);
+    item.n = p.numel();
+    item.param = p.data_ptr<float>();
+    item.grad = u->grad->data_ptr<float>();
+    for (int k = 0; k < 3; ++k) {
+      if (!keys[k]) continue;
+      auto it = u->state->find(keys[k]);
+      if (it == u->state->end()) {
+        // SGD's buffer starts as the first direction (the kernel writes it whole); the
+        // moments of Adam and RMSprop start at zero.
+        const bool sgd = args.rule == OptimRule::sgd;
+        it = u->state->emplace(keys[k], sgd ? empty_like(p) : zeros_like(p)).first;
+        item.first = sgd;
+      }
+      ignis::detail::check_writable_layout(it->second, op);
+      item.state[k] = it->second.data_ptr<float>();
+    }
+    // SGD and RMSprop share one value per group; Adam's depend on each parameter's count.
+    if (scalars.empty() || args.rule == OptimRule::adam) {
+      offset.push_back(scalars.size());
+      append_scalars(args.rule, o, decoupled, *u->state, scalars);
+    } else {
+      offset.push_back(0);
+      if (args.rule == OptimRule::rmsprop) bump_step(*u->state);
+    }
+    args.items.push_back(item);
+  }
+  // The step's values go where the kernel reads them: a pinned buffer copied without a wait.
+  Tensor values = tensor(scalars);
+  if (device.type != DeviceType::CPU) values = values.pin_memory().to(device, true);
+  const double* base = values.data_ptr<double>();
+  for (size_t i = 0; i < args.items.size(); ++i) args.items[i].scalars = base + offset[i];
+  multi_tensor_update_kernel.get(device)(args);
+}
+
+}  // namespace
+
+std::vector<ParamUpdate> multi_tensor_step(
+    OptimRule rule, const std::vector<ParamUpdate>& params, const GroupOptions& o, bool decoupled) {
+  const auto keys = state_keys(rule, o);
+  const char* op = rule == OptimRule::sgd ? "SGD" : rule == OptimRule::adam ? "Adam" : "RMSprop";
+  std::vector<ParamUpdate> rest;
+  std::map<std::pair<DeviceType, int>, std::vector<const ParamUpdate*>> by_device;
+  for (const ParamUpdate& u : params) {
+    if (takes(u, keys)) {
+      const Device d = u.param->device();
+      by_device[{d.type, d.index}].push_back(&u);
+    } else {
+      rest.push_back(u);
+    }
+  }
+  for (const auto& [key, group] : by_device)
+    run_on_device(
+        constants(rule, o, decoupled),
+        group,
+        keys,
+        o,
+        decoupled,
+        Device(key.first, key.second),
+        op);
+  return rest;
+}
+
+}  // namespace ignis::optim
