@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "core/graph_capture.h"
 #include "ignis/ops.h"
 #include "ops/write_checks.h"
 
@@ -184,6 +185,11 @@ void run_on_device(
 
 std::vector<ParamUpdate> multi_tensor_step(
     OptimRule rule, const std::vector<ParamUpdate>& params, const GroupOptions& o, bool decoupled) {
+  // During a CUDA graph capture every parameter takes the per-parameter path: its step values
+  // come from pinned host memory here, which a replay would read again as it is then, while
+  // SGD's own path reads the learning rate the replay hooks keep on the device (Note
+  // [Whole-step capture]), and Adam and RMSprop refuse to be captured.
+  if (ignis::detail::capture_underway()) return params;
   const auto keys = state_keys(rule, o);
   const char* op = rule == OptimRule::sgd ? "SGD" : rule == OptimRule::adam ? "Adam" : "RMSprop";
   std::vector<ParamUpdate> rest;

@@ -12,6 +12,7 @@
 #include "ignis/optim/adam.h"
 #include "ignis/optim/rmsprop.h"
 #include "ignis/optim/sgd.h"
+#include "core/graph_capture.h"
 #include "ops/optim_kernels.h"
 #include "support/test_support.h"
 
@@ -151,6 +152,30 @@ TEST(MultiTensorUpdate, Float64AndMixedGroupsStillTakeTheOps) {
   }
   EXPECT_EQ(kernel_calls, 3);
   EXPECT_TRUE(all_close(values_of(b), values_of(b_alone), 0, 0));
+}
+
+TEST(MultiTensorUpdate, ACaptureTakesThePerParameterPath) {
+  // Inside a CUDA graph capture the step values would come from pinned host memory that a
+  // replay reads as it is then; SGD's own path reads the device learning rate instead. The
+  // capture state is per thread and device-independent, so the CPU shows the routing.
+  Tensor p = tensor(random_values(8, -1, 1, 3), Shape{8}).to(kFloat32).requires_grad_();
+  Tensor q = p.detach().clone().requires_grad_();
+  optim::SGD captured({p}, {.lr = 0.1, .momentum = 0.9});
+  optim::SGD eager({q}, {.lr = 0.1, .momentum = 0.9});
+  CountKernelCalls count;
+  for (int step = 0; step < 2; ++step) {
+    const Tensor g = tensor(random_values(8, -1, 1, 20 + step), Shape{8}).to(kFloat32);
+    p.mutable_grad() = g;
+    q.mutable_grad() = g;
+    std::vector<detail::ReplayHook> hooks;
+    detail::set_capture_sink(&hooks);
+    captured.step();
+    detail::set_capture_sink(nullptr);
+    EXPECT_EQ(kernel_calls, step) << "no kernel call inside the capture";
+    eager.step();
+    EXPECT_EQ(kernel_calls, step + 1) << "the kernel outside it";
+  }
+  EXPECT_TRUE(all_close(values_of(p), values_of(q), 2e-6, 1e-7));
 }
 
 }  // namespace
