@@ -32,11 +32,6 @@ using ignis::detail::BatchNormBackwardArgs;
 using ignis::detail::Pool2dParams;
 using kernels::BnEpilogue;
 
-template <class T>
-T* ptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
-}
-
 // ---- batch norm ----------------------------------------------------------------------------
 // x[n, c, s] at (n*C + c)*S + s (NCHW) or (n*S + s)*C + c (channels-last). A channel's N*S
 // values are split into `splits` chunks, one block each, so that a few channels still fill

@@ -1,13 +1,14 @@
 // What the CUDA loss, optimizer and nn kernel files share: sums across a warp and across a
 // block (warp shuffles, then one shared slot per warp, returned to every thread; every thread
 // of the warp / block must call them), the float/double dispatch of their slots, and the
-// device a slot's raw pointer lives on.
+// device a slot's raw pointer lives on, a tensor's data as an optional kernel pointer.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "cuda/check.h"
 #include "ignis/dtype.h"
+#include "ignis/tensor.h"
 
 namespace ignis::cuda::detail {
 
@@ -19,6 +20,13 @@ void visit_float_or_double(DType t, const F& f) {
     f.template operator()<double>();
   else
     f.template operator()<float>();
+}
+
+/// A tensor's data as T*, null for an undefined (optional) tensor: the kernels take optional
+/// weights, biases and gradients as null pointers.
+template <class T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
 }
 
 /// The device holding ptr (some slots carry pointers, not tensors).

@@ -30,11 +30,6 @@ using ignis::detail::RowNormArgs;
 using ignis::detail::RowNormBackwardArgs;
 using kernels::AffineIndex;
 
-template <class T>
-T* ptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
-}
-
 /// Threads per row block: a multiple of 32, fewer for short rows.
 unsigned row_threads(int64_t cols) {
   return unsigned(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 512));
