@@ -82,14 +82,15 @@ while [ $kills -lt 18 ]; do
     sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
     how="after ${delay} ms"
   fi
-  if ! running; then
+  # The run may end between the check and the kill (bash then reaps it and kill finds no
+  # process): both mean it finished by itself.
+  if ! running || ! kill -KILL $pid 2>/dev/null; then
     check_resume_line "$epoch" "$step"
     finished
     echo "cycle $cycle: the run finished before the kill; checked, starting over"
     prev="-1 0"
     continue
   fi
-  kill -KILL $pid
   wait $pid 2>/dev/null || true
   kills=$((kills + 1))
   check_resume_line "$epoch" "$step"
