@@ -105,6 +105,32 @@ std::pair<Tensor, Tensor> relu_mask_grad(const Tensor& g, const Tensor& y, bool 
   Tensor dz = g * gt(y, 0).to(g.dtype());
   return {dz, want_bias ? dz.sum({0}) : Tensor()};
 }
+
+/// The weight and bias gradients of a linear + ReLU layer whose input needs none, from one
+/// kernel that never stores the masked gradient; {} when the backend declines (the caller
+/// then masks and multiplies).
+std::pair<Tensor, Tensor> relu_masked_weight_grad(const Tensor& g, const Tensor& y,
+                                                  const Tensor& x, bool want_bias) {
+  if (is_grad_enabled() || !detail::relu_mask_weight_grad_kernel.has(g.device().type) ||
+      g.dim() != 2 || g.dtype() != y.dtype() || x.dtype() != y.dtype() ||
+      x.device() != y.device())
+    return {};
+  const Tensor gc = g.contiguous(), yc = y.contiguous();
+  const TensorOptions opts(y.dtype(), y.device());
+  Tensor dw = empty({y.size(1), x.size(1)}, opts);
+  Tensor db = want_bias ? empty({y.size(1)}, opts) : Tensor();
+  detail::ReluMaskWeightGrad a;
+  a.dtype = y.dtype();
+  a.m = y.size(0), a.n = y.size(1), a.k = x.size(1);
+  a.g = gc.data_ptr(), a.y = yc.data_ptr();
+  a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
+  a.dw = dw.data_ptr();
+  a.dbias = want_bias ? db.data_ptr() : nullptr;
+  a.device = y.device();
+  if (a.m == 0 || a.n == 0 || a.k == 0 || !detail::relu_mask_weight_grad_kernel.get(g.device())(a))
+    return {};
+  return {dw, db};
+}
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
@@ -127,6 +153,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         {x, weight, bias},
         {detail::save(x), detail::save(weight), detail::save_output(out)},
         [gx, gw, gb](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+          if (!gx && gw) {
+            auto [dw, db] = relu_masked_weight_grad(g[0], s[2], s[0], gb);
+            if (dw.defined()) return std::vector<Tensor>{Tensor(), dw, db};
+          }
           auto [dz, db] = relu_mask_grad(g[0], s[2], gb);
           return std::vector<Tensor>{
               gx ? mm(dz, s[1]) : Tensor(), gw ? mm(dz.t(), s[0]) : Tensor(), db};

@@ -1,6 +1,7 @@
 // The kernel slots of nn::functional::linear with a fused activation (src/nn/functional.cpp):
 // a forward that writes act(x W^T + b) as the product's epilogue, and the ReLU backward that
-// masks the output gradient and sums it into the bias gradient in the same pass.
+// masks the output gradient and sums it into the bias gradient in the same pass, or, when the
+// input needs no gradient, also forms the weight gradient from the mask without storing it.
 #pragma once
 
 #include "core/dispatch.h"
@@ -39,5 +40,25 @@ struct ReluMaskBackward {
 /// Returns false when the dtype is not supported (the caller composes it).
 inline KernelSlot<bool (*)(const ReluMaskBackward&)> relu_mask_backward_kernel{
     "linear_relu_backward"};
+
+/// dw (n x k, contiguous) = dz^T x and dbias (n elements, may be null) = column sums of dz,
+/// where dz = g masked by y > 0 is never stored: the weight gradient of a linear + ReLU layer
+/// whose input needs no gradient (an MLP's first layer). g and y contiguous (m x n); x (m x k)
+/// with any strides. All of `dtype`.
+struct ReluMaskWeightGrad {
+  DType dtype = kFloat32;
+  int64_t m = 0, n = 0, k = 0;
+  const void* g = nullptr;
+  const void* y = nullptr;
+  const void* x = nullptr;
+  int64_t x_rs = 0, x_cs = 0;
+  void* dw = nullptr;
+  void* dbias = nullptr;
+  Device device;  // of every operand
+};
+/// Returns false when the kernel does not take this shape or dtype (the caller then masks and
+/// multiplies separately).
+inline KernelSlot<bool (*)(const ReluMaskWeightGrad&)> relu_mask_weight_grad_kernel{
+    "linear_relu_weight_grad"};
 
 }  // namespace ignis::detail

@@ -102,39 +102,70 @@ TEST(LinearRelu, NaNPassesThroughAsRelu) {
   }
 }
 
+/// Runs sum(linear_relu(x, w, b) * r).backward() for case c and checks every gradient that
+/// was asked for against float64 loops. Without an input gradient the weight gradient comes
+/// from the kernel that never stores the masked gradient (up to 48 features, in passes of 12),
+/// with one the mask is stored and multiplied; x is read through `layout`'s strides.
+void check_gradients(const Case& c, bool input_grad, bool with_bias, testing::Layout layout,
+                     uint64_t seed) {
+  const auto xv = random_values(c.m * c.k, -1, 1, seed), wv = random_values(c.n * c.k, -1, 1, seed + 1),
+             bv = random_values(c.n, -1, 1, seed + 2), rv = random_values(c.m * c.n, -1, 1, seed + 3);
+  Tensor x = make_input(xv, {c.m, c.k}, kFloat32, layout).requires_grad_(input_grad);
+  Tensor w = make_input(wv, {c.n, c.k}, kFloat32).requires_grad_();
+  Tensor b = with_bias ? make_input(bv, {c.n}, kFloat32).requires_grad_() : Tensor();
+  const Tensor r = make_input(rv, {c.m, c.n}, kFloat32);
+  const Tensor y = F::linear(x, w, b, F::Activation::ReLU);
+  (y * r).sum().backward();
+  // d/dz of sum(relu(z) * r) is r where the output is positive (the mask taken from the
+  // float32 output itself, so that values at the kink cannot disagree).
+  const auto yv = values_of(y);
+  std::vector<double> gx(size_t(c.m * c.k), 0), gw(size_t(c.n * c.k), 0), gb(size_t(c.n), 0);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      const double d = yv[size_t(i * c.n + j)] > 0 ? rv[size_t(i * c.n + j)] : 0;
+      gb[size_t(j)] += d;
+      for (int64_t p = 0; p < c.k; ++p) {
+        gx[size_t(i * c.k + p)] += d * wv[size_t(j * c.k + p)];
+        gw[size_t(j * c.k + p)] += d * xv[size_t(i * c.k + p)];
+      }
+    }
+  const double tol = 1e-5 * std::sqrt(double(std::max({c.m, c.n, c.k})));
+  if (input_grad)
+    EXPECT_TRUE(all_close(x.grad(), gx, 1e-4, tol)) << "x";
+  else
+    EXPECT_FALSE(x.grad().defined());
+  ASSERT_EQ(w.grad().sizes(), w.sizes());
+  EXPECT_TRUE(all_close(w.grad(), gw, 1e-4, tol)) << "weight";
+  if (with_bias) EXPECT_TRUE(all_close(b.grad(), gb, 1e-4, tol)) << "bias";
+}
+
 TEST(LinearRelu, Float32GradientsMatchLoop) {
   uint64_t seed = 100;
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(::testing::Message() << c.m << "x" << c.n << "x" << c.k);
-    const auto xv = random_values(c.m * c.k, -1, 1, seed++),
-               wv = random_values(c.n * c.k, -1, 1, seed++), bv = random_values(c.n, -1, 1, seed++),
-               rv = random_values(c.m * c.n, -1, 1, seed++);
-    Tensor x = make_input(xv, {c.m, c.k}, kFloat32).requires_grad_();
-    Tensor w = make_input(wv, {c.n, c.k}, kFloat32).requires_grad_();
-    Tensor b = make_input(bv, {c.n}, kFloat32).requires_grad_();
-    const Tensor r = make_input(rv, {c.m, c.n}, kFloat32);
-    const Tensor y = F::linear(x, w, b, F::Activation::ReLU);
-    (y * r).sum().backward();
-    // d/dz of sum(relu(z) * r) is r where the output is positive (the mask taken from the
-    // float32 output itself, so that values at the kink cannot disagree).
-    const auto yv = values_of(y);
-    std::vector<double> dz(size_t(c.m * c.n));
-    for (size_t i = 0; i < dz.size(); ++i) dz[i] = yv[i] > 0 ? rv[i] : 0;
-    std::vector<double> gx(size_t(c.m * c.k), 0), gw(size_t(c.n * c.k), 0), gb(size_t(c.n), 0);
-    for (int64_t i = 0; i < c.m; ++i)
-      for (int64_t j = 0; j < c.n; ++j) {
-        const double d = dz[size_t(i * c.n + j)];
-        gb[size_t(j)] += d;
-        for (int64_t p = 0; p < c.k; ++p) {
-          gx[size_t(i * c.k + p)] += d * wv[size_t(j * c.k + p)];
-          gw[size_t(j * c.k + p)] += d * xv[size_t(i * c.k + p)];
-        }
+  for (const Case& c : kCases)
+    for (bool input_grad : {true, false}) {
+      SCOPED_TRACE(::testing::Message()
+                   << c.m << "x" << c.n << "x" << c.k << " input grad " << input_grad);
+      check_gradients(c, input_grad, true, testing::kAllLayouts[0], seed);
+      seed += 4;
+    }
+}
+
+TEST(LinearRelu, WeightGradientWithoutInputGradient) {
+  // Feature counts around the kernel's passes of 12 and its limit of 48, hidden units that
+  // leave a partial block of 8, inputs read through every layout's strides, with and without
+  // a bias; a gradient of more than 2^17 elements goes to the stored-mask path.
+  constexpr Case cases[] = {{64, 512, 12}, {9, 13, 13}, {31, 40, 24}, {8, 19, 25},
+                            {16, 8, 48},   {12, 24, 49}, {300, 512, 10}};
+  uint64_t seed = 500;
+  for (const Case& c : cases)
+    for (auto layout : testing::kAllLayouts)
+      for (bool with_bias : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << c.m << "x" << c.n << "x" << c.k << " "
+                                          << testing::layout_name(layout) << " bias "
+                                          << with_bias);
+        check_gradients(c, false, with_bias, layout, seed);
+        seed += 4;
       }
-    const double tol = 1e-5 * std::sqrt(double(std::max({c.m, c.n, c.k})));
-    EXPECT_TRUE(all_close(x.grad(), gx, 1e-4, tol)) << "x";
-    EXPECT_TRUE(all_close(w.grad(), gw, 1e-4, tol)) << "weight";
-    EXPECT_TRUE(all_close(b.grad(), gb, 1e-4, tol)) << "bias";
-  }
 }
 
 TEST(LinearRelu, Gradcheck) {
