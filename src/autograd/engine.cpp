@@ -4,7 +4,6 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "amp/autocast_policy.h"
 #include "autograd/record.h"
@@ -76,39 +75,46 @@ void check_anomaly(const Node& node, const std::vector<Tensor>& in_grads) {
   }
 }
 
+/// What the engine keeps for one node reachable from the roots: one map entry per node (four
+/// maps cost four allocations per node, a measurable share of a small model's step).
+struct NodeState {
+  int deps = 0;                 // gradients still to arrive; -1 once queued
+  std::vector<Tensor> buffer;   // the gradients for its outputs, summed per slot
+  std::shared_ptr<Node> alive;  // keeps a node with pending gradients (and its address) alive
+};
+
 void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
   // Dependencies: how many edges point at each node reachable from the roots.
-  std::unordered_map<Node*, int> deps;
-  std::unordered_set<Node*> seen;
+  std::unordered_map<Node*, NodeState> states;
+  states.reserve(64);
   std::vector<Node*> stack;
   for (const Edge& e : roots)
-    if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    if (e.valid() && states.try_emplace(e.fn.get()).second) stack.push_back(e.fn.get());
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.valid()) continue;
-      ++deps[e.fn.get()];
-      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+      auto [it, first] = states.try_emplace(e.fn.get());
+      ++it->second.deps;
+      if (first) stack.push_back(e.fn.get());
     }
   }
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps queued nodes alive
   auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)> ready(cmp);
   auto buffer_of = [&](const std::shared_ptr<Node>& fn) -> std::vector<Tensor>& {
-    auto& b = buffers[fn.get()];
-    if (b.empty()) b.resize(fn->num_outputs);
-    alive.emplace(fn.get(), fn);
-    return b;
+    NodeState& st = states[fn.get()];
+    if (st.buffer.empty()) st.buffer.resize(fn->num_outputs);
+    if (!st.alive) st.alive = fn;
+    return st.buffer;
   };
   for (size_t i = 0; i < roots.size(); ++i) {
     if (!roots[i].valid()) continue;
     add_into(buffer_of(roots[i].fn)[roots[i].input_nr], root_grads[i]);
   }
   for (const Edge& e : roots)
-    if (e.valid() && deps[e.fn.get()] == 0) {
-      deps[e.fn.get()] = -1;  // queued once
+    if (e.valid() && states[e.fn.get()].deps == 0) {
+      states[e.fn.get()].deps = -1;  // queued once
       ready.push(e.fn.get());
     }
 
@@ -119,9 +125,9 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
-    std::shared_ptr<Node> keep = alive[node];
-    std::vector<Tensor> grads = std::move(buffers[node]);
-    buffers.erase(node);
+    // The state stays in the map (and keeps the node alive) until the end: a node freed now
+    // could give its address to a node created by this backward (create_graph).
+    std::vector<Tensor> grads = std::move(states[node].buffer);
     grads.resize(node->num_outputs);
     for (uint32_t i = 0; i < node->num_outputs; ++i) grads[i] = run_pre_hooks(*node, i, grads[i]);
     for (const Capture& c : task.captures)
@@ -134,10 +140,11 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.valid()) continue;
-      if (i < in_grads.size()) add_into(buffer_of(e.fn)[e.input_nr], in_grads[i]);
-      else buffer_of(e.fn);
-      if (--deps[e.fn.get()] == 0) {
-        deps[e.fn.get()] = -1;
+      std::vector<Tensor>& buffer = buffer_of(e.fn);
+      if (i < in_grads.size()) add_into(buffer[e.input_nr], in_grads[i]);
+      int& deps = states[e.fn.get()].deps;
+      if (--deps == 0) {
+        deps = -1;
         ready.push(e.fn.get());
       }
     }

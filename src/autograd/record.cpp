@@ -26,7 +26,15 @@ void record(const char* op, const std::vector<Tensor>& outputs, const std::vecto
   node->op = op;
   node->backward = std::move(backward);
   node->num_outputs = uint32_t(outputs.size());
+  // Every vector sized once: growing them one push at a time cost a reallocation each, a
+  // visible share of a small model's step.
   node->next_edges.reserve(inputs.size());
+  node->input_shapes.reserve(inputs.size());
+  node->input_dtypes.reserve(inputs.size());
+  node->output_shapes.reserve(outputs.size());
+  node->output_dtypes.reserve(outputs.size());
+  node->output_devices.reserve(outputs.size());
+  node->saved.reserve(saved.size());
   for (const Tensor& t : inputs) {
     node->next_edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
     node->input_shapes.push_back(t.defined() ? t.sizes() : Shape{});
