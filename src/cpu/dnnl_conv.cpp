@@ -176,9 +176,10 @@ dnnl::primitive_attr scratch_attr() {
   return attr;
 }
 
+/// With relu, the ReLU is a post-op: applied to each output before it is stored.
 dnnl::convolution_forward::primitive_desc forward_pd(const Tensor& in, const Tensor& w,
                                                      bool bias, const Tensor& out,
-                                                     const Conv2dParams& p) {
+                                                     const Conv2dParams& p, bool relu = false) {
   const DnnlGeometry g = dnnl_geometry(in, w, p);
   const memory::desc bias_md =
       bias ? memory::desc({w.size(0)}, dt(w.dtype()), tag::x) : memory::desc();
@@ -186,7 +187,13 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Tensor& in, const Ten
                                     dnnl::algorithm::convolution_direct, md_of(in),
                                     weight_any_md(w, p.groups), bias_md, md_of(out), g.strides,
                                     g.dilates, g.pad_l, g.pad_r);
-  return dnnl::convolution_forward::primitive_desc(d, scratch_attr(), cpu_engine());
+  dnnl::primitive_attr attr = scratch_attr();
+  if (relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
 }
 
 Entry make_entry(dnnl::primitive prim, const memory::desc& wmd, const memory::desc& smd,
@@ -265,19 +272,26 @@ void backward_weight_fallback(const Tensor& go, const Tensor& in, const Tensor& 
 
 // ---------------------------------------------------------------------------------------------
 
-void forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const Tensor& out,
-                  const Conv2dParams& p) {
-  const auto e = lookup(key_of("fwd", {&in, &w, &out}, p, bias.defined()), [&] {
-    auto pd = forward_pd(in, w, bias.defined(), out, p);
+/// With relu, returns false (and writes nothing) when oneDNN declines the fused case; the
+/// plain convolution falls back to our own kernel instead.
+bool forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const Tensor& out,
+                  const Conv2dParams& p, bool relu = false) {
+  const auto e = lookup(key_of(relu ? "fwd_relu" : "fwd", {&in, &w, &out}, p, bias.defined()), [&] {
+    auto pd = forward_pd(in, w, bias.defined(), out, p, relu);
     optimised(pd, in);
     return make_entry(dnnl::convolution_forward(pd), pd.weights_desc(), pd.scratchpad_desc(),
                       weight_user_md(w, p.groups), false);
   });
-  if (!e) return forward_fallback(in, w, bias, out, p);
+  if (!e && relu) return false;
+  if (!e) {
+    forward_fallback(in, w, bias, out, p);
+    return true;
+  }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(md_of(in), in)},
                                        {DNNL_ARG_DST, mem(md_of(out), out)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, mem(md_of(bias), bias));
   run(*e, std::move(args), DNNL_ARG_WEIGHTS, w, p.groups, true);
+  return true;
 }
 
 void backward_input_dnnl(const Tensor& go, const Tensor& w, const Tensor& gi,
@@ -349,6 +363,17 @@ void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias
   forward_dnnl(in, w, bias, out, p);
 }
 
+/// conv2d_forward_kernel with oneDNN's ReLU post-op: the small CNN's conv + ReLU layers
+/// write their [N, 32 or 64, 28, 28] outputs once instead of twice (and read them once less).
+bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
+                                const Tensor& out, const Conv2dParams& p) {
+  if (in.dtype() == kFloat64) return false;
+  if (!nhwc_pays(in, out)) return forward_dnnl(in, w, bias, out, p, true);
+  bool fused = false;
+  via_nhwc(in, out, [&](const Tensor& x, const Tensor& y) { fused = forward_dnnl(x, w, bias, y, p, true); });
+  return fused;
+}
+
 void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tensor& gi,
                                   const Conv2dParams& p) {
   if (go.dtype() == kFloat64) return conv2d_backward_input_fallback(go, w, gi, p);
@@ -388,6 +413,7 @@ bool prefers_channels_last(const detail::ConvLayoutQuery& q) {
 void register_conv_cpu() {
   detail::conv2d_prefers_channels_last.set(DeviceType::CPU, prefers_channels_last);
   detail::conv2d_forward_kernel.set(DeviceType::CPU, conv2d_forward_kernel);
+  detail::conv2d_relu_forward_kernel.set(DeviceType::CPU, conv2d_relu_forward_kernel);
   detail::conv2d_backward_input_kernel.set(DeviceType::CPU, conv2d_backward_input_kernel);
   detail::conv2d_backward_weight_kernel.set(DeviceType::CPU, conv2d_backward_weight_kernel);
 }

@@ -56,8 +56,8 @@ SmallCNN::SmallCNN(const SmallCNNConfig& c)
 
 Tensor SmallCNN::forward(const Tensor& x) {
   const Pool2dOptions pool{.kernel_size = {2, 2}};
-  Tensor h = max_pool2d(relu(conv1(x)), pool);
-  h = max_pool2d(relu(conv2(h)), pool);
+  Tensor h = max_pool2d(conv1.forward_relu(x), pool);  // conv + ReLU as one node
+  h = max_pool2d(conv2.forward_relu(h), pool);
   return fc2(
       nn::functional::linear(h.flatten(1), fc1.weight, fc1.bias, nn::functional::Activation::ReLU));
 }

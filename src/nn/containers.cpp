@@ -1,5 +1,5 @@
 // ModuleList and Sequential: ownership, indexing and the chained forward (which fuses a
-// Linear followed by a ReLU into one node).
+// Linear or Conv2d followed by a ReLU into one node).
 #include "ignis/nn/containers.h"
 
 #include <fmt/format.h>
@@ -8,6 +8,7 @@
 #include <typeinfo>
 
 #include "core/error.h"
+#include "ignis/nn/conv.h"
 #include "ignis/nn/functional.h"
 #include "ignis/nn/layers.h"
 
@@ -42,13 +43,18 @@ void ModuleList::throw_wrong_type(int64_t i) const {
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   for (size_t i = 0; i < modules_.size(); ++i) {
-    // A Linear followed by a ReLU runs as one fused node (same values, one pass fewer). Only
-    // the exact types: a subclass may override forward.
+    // A Linear or Conv2d followed by a ReLU runs as one fused node (same values, one pass
+    // fewer). Only the exact types: a subclass may override forward.
     Module* m = modules_[i].get();
-    if (i + 1 < modules_.size() && typeid(*m) == typeid(Linear) &&
-        typeid(*modules_[i + 1]) == typeid(ReLU)) {
+    const bool relu_next = i + 1 < modules_.size() && typeid(*modules_[i + 1]) == typeid(ReLU);
+    if (relu_next && typeid(*m) == typeid(Linear)) {
       const auto& lin = static_cast<const Linear&>(*m);
       y = functional::linear(y, lin.weight, lin.bias, functional::Activation::ReLU);
+      ++i;
+      continue;
+    }
+    if (relu_next && typeid(*m) == typeid(Conv2d)) {
+      y = static_cast<Conv2d&>(*m).forward_relu(y);
       ++i;
       continue;
     }

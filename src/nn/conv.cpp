@@ -1,6 +1,7 @@
 // Convolution, normalisation and pooling layers: parameters, buffers and initialisation as
 // PyTorch's; the computation is ignis/nn_ops.h.
 #include "ignis/nn/conv.h"
+#include "ignis/nn/functional.h"
 
 #include <cmath>
 
@@ -63,13 +64,20 @@ void Conv2d::init() {
 
 void Conv2d::reset_parameters() { default_conv_init(weight, bias); }
 
-Tensor Conv2d::forward(const Tensor& x) {
-  return conv2d(x, weight, bias,
-                {.stride = config.stride,
-                 .padding = config.padding,
-                 .padding_mode = config.padding_mode,
-                 .dilation = config.dilation,
-                 .groups = config.groups});
+namespace {
+Conv2dOptions options_of(const Conv2dConfig& c) {
+  return {.stride = c.stride,
+          .padding = c.padding,
+          .padding_mode = c.padding_mode,
+          .dilation = c.dilation,
+          .groups = c.groups};
+}
+}  // namespace
+
+Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, options_of(config)); }
+
+Tensor Conv2d::forward_relu(const Tensor& x) {
+  return functional::conv2d(x, weight, bias, options_of(config), functional::Activation::ReLU);
 }
 
 std::string Conv2d::extra_repr() const {

@@ -1,6 +1,6 @@
-// nn::functional layer functions (linear, leaky_relu, dropout) as compositions of ignis ops;
-// 2-D linear is one graph node, and so is 2-D linear with a fused ReLU (below). Losses are in
-// loss.cpp.
+// nn::functional layer functions (linear, conv2d + ReLU, leaky_relu, dropout) as compositions
+// of ignis ops; 2-D linear is one graph node, and so are 2-D linear and conv2d with a fused
+// ReLU (below). Losses are in loss.cpp.
 #include "ignis/nn/functional.h"
 
 #include <fmt/format.h>
@@ -9,7 +9,9 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "ops/elementwise_grad.h"
 #include "ops/linear_act_kernels.h"
+#include "ops/nn_ops.h"
 
 namespace ignis::nn::functional {
 using detail::shape_str;
@@ -160,6 +162,38 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
           auto [dz, db] = relu_mask_grad(g[0], s[2], gb);
           return std::vector<Tensor>{
               gx ? mm(dz, s[1]) : Tensor(), gw ? mm(dz.t(), s[0]) : Tensor(), db};
+        });
+  }
+  return out;
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o,
+              Activation act) {
+  if (act == Activation::None) return ignis::conv2d(x, weight, bias, o);
+  if (detail::autocast_pending()) {  // Note [Autocast applies once]
+    detail::AutocastApplied once;
+    return conv2d(detail::autocast_low(x), detail::autocast_low(weight),
+                  detail::autocast_low(bias), o, act);
+  }
+  const detail::Conv2dParams p = detail::conv2d_params(o, weight);
+  Tensor out;
+  {
+    NoGradGuard plain;
+    out = detail::conv2d_forward(x, weight, bias, p, /*relu=*/true);
+  }
+  if (detail::needs_grad({&x, &weight, &bias})) {
+    const detail::ConvNeed need{x.requires_grad(), weight.requires_grad(),
+                                bias.defined() && bias.requires_grad()};
+    // The ReLU mask comes from the saved output, as for linear + ReLU.
+    detail::record(
+        "conv2d_relu",
+        {out},
+        {x, weight, bias},
+        {detail::save(x), detail::save(weight), detail::save_output(out)},
+        [p, need](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+          const detail::ConvGrads r =
+              detail::conv2d_backward(detail::relu_backward(g[0], s[2]), s[0], s[1], p, need);
+          return std::vector<Tensor>{r.input, r.weight, r.bias};
         });
   }
   return out;

@@ -3,6 +3,7 @@
 // layout and dtype handling, then one call per direction to the slots of
 // src/ops/nn_kernels.h. A transposed convolution is the adjoint of a convolution, so it
 // reuses the three convolution kernels with input and output exchanged.
+#include "ignis/autograd.h"
 #include "ignis/ops.h"
 #include "core/memory_format.h"
 #include "ops/nn_common.h"
@@ -207,22 +208,37 @@ Conv2dParams conv2d_params(Pair2 stride, const std::string& padding, Pair2 dilat
   return p;
 }
 
+Conv2dParams conv2d_params(const Conv2dOptions& o, const Tensor& weight) {
+  if (o.padding_mode.empty()) return conv2d_params(o.stride, o.padding, o.dilation, o.groups);
+  const bool w4 = weight.dim() == 4;
+  return conv2d_params(o.stride, o.padding_mode, o.dilation, o.groups,
+                       Pair2{w4 ? weight.size(2) : 1, w4 ? weight.size(3) : 1});
+}
+
 Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                      const Conv2dParams& p) {
+                      const Conv2dParams& p, bool relu) {
   check_conv2d(input, weight, bias, p);
   const Pair2 hw = conv_output_hw("conv2d", input, weight, p);
   const Prepared pr = prepare_conv2d(input, weight, p);
   Tensor out = empty_in_layout({input.size(0), weight.size(0), hw[0], hw[1]}, pr.cd,
                                input.device(), pr.cl);
   if (out.numel() == 0) return out.to(input.dtype());
+  NoGradGuard plain;  // the in-place ReLU below is part of this op, not a node of its own
   if (input.size(1) == 0) {  // an empty sum: bias only
     out.zero_();
     if (bias.defined()) out.add_(bias.to(pr.cd).view({1, -1, 1, 1}));
+    if (relu) out.relu_();
     return out.to(input.dtype());
   }
-  conv2d_forward_kernel.get(input.device())(activation_operand(input, pr),
-                                            weight_operand(weight, pr.cd),
-                                            maybe_contiguous(bias, pr.cd), out, p);
+  const Tensor x = activation_operand(input, pr), w = weight_operand(weight, pr.cd),
+               b = maybe_contiguous(bias, pr.cd);
+  const Device d = input.device();
+  const bool fused = relu && conv2d_relu_forward_kernel.has(d.type) &&
+                     conv2d_relu_forward_kernel.get(d)(x, w, b, out, p);
+  if (!fused) {
+    conv2d_forward_kernel.get(d)(x, w, b, out, p);
+    if (relu) out.relu_();
+  }
   return out.to(input.dtype());
 }
 

@@ -16,13 +16,13 @@ using kernels::UnaryOp;
 using kernels::UnaryParams;
 using Grads = std::vector<Tensor>;
 
-namespace {
-/// relu's gradient from the output gradient g and relu's output: one elementwise pass.
-/// Recorded like any binary op, so its own backward (for create_graph) exists.
+// Recorded like any binary op, so its own backward (for create_graph) exists.
 Tensor relu_backward(const Tensor& g, const Tensor& out) {
   return binary_op(g, out, BinaryOp::relu_backward, kernels::BinaryKind::Arithmetic,
                    "relu_backward", {}, nullptr);
 }
+
+namespace {
 
 /// A unary op applied to x for use inside backward formulas (e.g. gelu's derivative).
 Tensor apply_unary(UnaryOp op, const Tensor& x) {

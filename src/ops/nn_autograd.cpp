@@ -23,11 +23,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
     AutocastApplied once;
     return conv2d(autocast_low(input), autocast_low(weight), autocast_low(bias), o);
   }
-  const Conv2dParams p =
-      o.padding_mode.empty()
-          ? conv2d_params(o.stride, o.padding, o.dilation, o.groups)
-          : conv2d_params(o.stride, o.padding_mode, o.dilation, o.groups,
-                          Pair2{weight.dim() == 4 ? weight.size(2) : 1, weight.dim() == 4 ? weight.size(3) : 1});
+  const Conv2dParams p = conv2d_params(o, weight);
   Tensor out = conv2d_forward(input, weight, bias, p);
   if (needs_grad({&input, &weight, &bias})) {
     const ConvNeed need{wants(input), wants(weight), wants(bias)};

@@ -23,6 +23,12 @@ namespace ignis::detail {
 inline KernelSlot<void (*)(const Tensor& input, const Tensor& weight, const Tensor& bias,
                            const Tensor& output, const Conv2dParams& p)>
     conv2d_forward_kernel{"conv2d"};
+/// output = relu(conv(input, weight) + bias), the ReLU applied before the only store. Returns
+/// false when the backend does not fuse this case; the caller then runs conv2d_forward_kernel
+/// and a separate ReLU.
+inline KernelSlot<bool (*)(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           const Tensor& output, const Conv2dParams& p)>
+    conv2d_relu_forward_kernel{"conv2d_relu"};
 /// grad_input = the adjoint of conv applied to grad_out (also the transposed convolution).
 inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& weight, const Tensor& grad_input,
                            const Conv2dParams& p)>

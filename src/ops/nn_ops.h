@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "ignis/nn_ops.h"
 #include "ignis/tensor.h"
 #include "kernels/batch_norm_math.h"
 
@@ -38,6 +39,8 @@ Conv2dParams conv2d_params(Pair2 stride, Pair2 padding, Pair2 dilation, int64_t 
 /// for other strings or "same" with a stride other than 1.
 Conv2dParams conv2d_params(Pair2 stride, const std::string& padding, Pair2 dilation,
                            int64_t groups, Pair2 kernel);
+/// The parameters of conv2d's options (numeric or string padding) for this weight.
+Conv2dParams conv2d_params(const Conv2dOptions& o, const Tensor& weight);
 
 /// Which gradients a backward call computes (the others come back undefined).
 struct ConvNeed {
@@ -50,8 +53,10 @@ struct ConvGrads {
 /// input [N, C, H, W], weight [O, C / groups, kH, kW], bias [O] or undefined -> [N, O, Ho, Wo]
 /// in the input's memory layout (NCHW or channels-last). float32/float64 (half and bfloat16
 /// compute in float32). Throws ShapeError/ValueError/DTypeError with "[conv2d] …" messages.
+/// With relu, relu(conv2d) in one pass where the backend fuses it (oneDNN's post-op on the
+/// CPU), else the convolution followed by an in-place ReLU.
 Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                      const Conv2dParams& p);
+                      const Conv2dParams& p, bool relu = false);
 /// Gradients of conv2d_forward for grad_out [N, O, Ho, Wo].
 ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                           const Conv2dParams& p, ConvNeed need = {});

@@ -38,6 +38,8 @@ class Conv2d : public Module {
   Conv2d(Module* parent, std::string name, int64_t in, int64_t out, int64_t kernel,
          int64_t stride = 1, int64_t padding = 0, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  /// relu(forward(x)) as one node (nn::functional::conv2d with Activation::ReLU).
+  Tensor forward_relu(const Tensor& x);
   void reset_parameters();
   std::string type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;

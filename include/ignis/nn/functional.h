@@ -26,6 +26,11 @@ enum class Activation : uint8_t { None, ReLU };
 /// input with a thin weight takes the ReLU in the product's epilogue, on CUDA the bias rides
 /// in cuBLASLt's epilogue; backward masks the gradient and sums the bias gradient in one pass.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act);
+/// act(conv2d(x, weight, bias, o)) as one graph node: on the CPU the ReLU is oneDNN's
+/// post-op (applied before the output is stored, no second pass); elsewhere the convolution
+/// is followed by an in-place ReLU. Backward masks the gradient by the saved output.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o,
+              Activation act);
 inline Tensor relu(const Tensor& x) { return ignis::relu(x); }
 /// x for x >= 0, negative_slope * x otherwise.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
