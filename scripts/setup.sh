@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config
   # libraries
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev nlohmann-json3-dev
-  libcli11-dev libfmt-dev libtomlplusplus-dev
+  libcli11-dev libfmt-dev
   # distributed training on the CPU (MPI collectives, mpirun)
   libopenmpi-dev openmpi-bin
   # tests and benchmarks

@@ -5,7 +5,6 @@
 #include "config_file.h"
 
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,8 @@
 #include <set>
 #include <utility>
 #include <vector>
+
+#include "toml_options.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -38,81 +39,6 @@ const std::set<std::string> kRecordedOnly = {
   throw UsageError(fmt::format("--config {}: {}", path, what));
 }
 
-// A TOML document as JSON: only top-level scalars are options, anything else is a wrong type.
-json toml_to_json(const std::string& path, const toml::table& table) {
-  json out = json::object();
-  for (auto&& [key, node] : table) {
-    const std::string k(key.str());
-    if (auto v = node.as_string())
-      out[k] = v->get();
-    else if (auto i = node.as_integer())
-      out[k] = i->get();
-    else if (auto f = node.as_floating_point())
-      out[k] = f->get();
-    else if (auto b = node.as_boolean())
-      out[k] = b->get();
-    else
-      bad_file(path, fmt::format("key '{}': expected a number, a string or true/false", k));
-  }
-  return out;
-}
-
-// toml++ 3.3 (Debian's) asks whether a non-ASCII character it meets in a key, between tokens
-// or after a backslash in a multi-line string is whitespace, and its generated table reaches
-// __builtin_unreachable for three blocks of code points (fuzz_config found U+0407 after a key,
-// then U+FEDF): undefined behaviour. Those characters are refused before the parser sees
-// them, anywhere in the file: ignis's keys are ASCII option names, and a value that needs
-// them can be written in the JSON form.
-//
-// A table header reaches an assertion in toml++ 3.3 when no key follows the bracket ("[#",
-// found by fuzz_config; undefined behaviour once assertions are compiled out). Tables are
-// not options anyway: a line that starts with '[' is refused here too.
-constexpr std::pair<unsigned, unsigned> kTomlHazards[] = {
-    {0xA1, 0x499}, {0x2C5E, 0x3057}, {0xFB26, 0xFEFE}};
-
-void refuse_toml_parser_hazards(const std::string& path, const std::string& text) {
-  int line = 1;
-  bool line_start = true;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto b0 = uint8_t(text[i]);
-    if (b0 == '\n') {
-      ++line;
-      line_start = true;
-      continue;
-    }
-    if (line_start && b0 == '[')
-      bad_file(
-          path,
-          fmt::format(
-              "line {}: a table header; the options of 'ignis train' are top-level keys "
-              "(key = value lines)",
-              line));
-    if (b0 != ' ' && b0 != '\t' && b0 != '\r') line_start = false;
-    // The code point of a 2- or 3-byte UTF-8 sequence (others cannot be in those blocks;
-    // malformed UTF-8 is left to the parser, which refuses it).
-    const size_t n = b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xC0 && b0 <= 0xDF ? 2 : 0;
-    if (n == 0 || i + n > text.size()) continue;
-    unsigned cp = b0 & (n == 2 ? 0x1Fu : 0x0Fu);
-    bool ok = true;
-    for (size_t k = 1; k < n; ++k) {
-      const auto b = uint8_t(text[i + k]);
-      ok = ok && (b & 0xC0) == 0x80;
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    if (!ok) continue;
-    for (const auto& [lo, hi] : kTomlHazards)
-      if (cp >= lo && cp <= hi)
-        bad_file(
-            path,
-            fmt::format(
-                "line {}: the character U+{:04X} cannot be read safely by the TOML parser "
-                "(U+00A1-U+0499, U+2C5E-U+3057 and U+FB26-U+FEFE are refused); write this "
-                "file as JSON",
-                line,
-                cp));
-  }
-}
-
 json read_config(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
@@ -131,16 +57,10 @@ json read_config(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) bad_file(path, "cannot open the file for reading; check its permissions");
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    refuse_toml_parser_hazards(path, text);
     try {
-      j = toml_to_json(path, toml::parse(text, path));
-    } catch (const toml::parse_error& e) {
-      bad_file(
-          path,
-          fmt::format(
-              "not valid TOML (line {}: {}); fix the file",
-              e.source().begin.line,
-              e.description()));
+      j = parse_toml_options(text);
+    } catch (const TomlError& e) {
+      bad_file(path, fmt::format("line {}: {}; fix the file", e.line(), e.what()));
     }
   } else {
     bad_file(path, "unknown file type; use a .json or .toml file");
