@@ -117,6 +117,25 @@ TEST(CudaNn, Conv2dForwardAndBackwardMatchTheCpu) {
   }
 }
 
+// conv2d + ReLU as one node (nn::functional::conv2d with Activation::ReLU): on the CPU oneDNN's
+// post-op, on CUDA the convolution and an in-place ReLU; the output and every gradient (the
+// mask from the saved output) agree, in both layouts and with 32 channels (the CPU's
+// channels-last choice).
+TEST(CudaNn, Conv2dReluMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  const Fn fn = [](const std::vector<Tensor>& v) {
+    return nn::functional::conv2d(v[0], v[1], v[2], {.padding = {1, 1}},
+                                  nn::functional::Activation::ReLU);
+  };
+  for (int64_t out : {5, 32}) {
+    const std::vector<Tensor> in{random_tensor({2, 3, 9, 8}, -1, 1, 7),
+                                 random_tensor({out, 3, 3, 3}, -0.5, 0.5, 8),
+                                 random_tensor({out}, -0.5, 0.5, 9)};
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) expect_like_cpu("conv2d_relu", fn, in, t, cl);
+  }
+}
+
 TEST(CudaNn, Conv2dInBenchmarkModeMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
   // The timed choice may differ from the heuristics' and runs on the call's own tensors
