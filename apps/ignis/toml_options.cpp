@@ -80,10 +80,12 @@ class Reader {
       const std::string key = read_key();
       skip_blanks();
       if (peek() == '.')
-        fail(fmt::format("the dotted key '{}.…' makes a table; the options of 'ignis train' are "
-                         "top-level keys",
-                         key));
-      if (peek() != '=') fail(fmt::format("not valid TOML: expected '=' after the key '{}', {}", key, found()));
+        fail(fmt::format(
+            "the dotted key '{}.…' makes a table; the options of 'ignis train' are "
+            "top-level keys",
+            key));
+      if (peek() != '=')
+        fail(fmt::format("not valid TOML: expected '=' after the key '{}', {}", key, found()));
       ++i_;
       skip_blanks();
       json value = read_value(key);
@@ -92,7 +94,8 @@ class Reader {
       out[key] = std::move(value);
       skip_blanks();
       if (!at_line_end())
-        fail(fmt::format("not valid TOML: unexpected text after the value of '{}', {}", key, found()));
+        fail(fmt::format(
+            "not valid TOML: unexpected text after the value of '{}', {}", key, found()));
       finish_line();
     }
     return out;
@@ -104,7 +107,9 @@ class Reader {
   }
 
   char peek(size_t ahead = 0) const { return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0'; }
-  bool starts_with(const char* word) const { return s_.compare(i_, std::char_traits<char>::length(word), word) == 0; }
+  bool starts_with(const char* word) const {
+    return s_.compare(i_, std::char_traits<char>::length(word), word) == 0;
+  }
 
   /// What stands at the read position, for messages: "found 'x'", "found U+0407", "found the
   /// end of the line".
@@ -119,7 +124,8 @@ class Reader {
     int line = 1;
     for (size_t i = 0; i < s_.size();) {
       const auto [cp, n] = decode_utf8(s_, i);
-      if (cp < 0) throw TomlError(line, "not valid UTF-8 (a TOML file must be); fix the file's encoding");
+      if (cp < 0)
+        throw TomlError(line, "not valid UTF-8 (a TOML file must be); fix the file's encoding");
       if (cp == '\n') ++line;
       i += n;
     }
@@ -129,7 +135,8 @@ class Reader {
     while (peek() == ' ' || peek() == '\t') ++i_;
   }
   bool at_line_end() const {
-    return i_ >= s_.size() || peek() == '\n' || peek() == '#' || (peek() == '\r' && peek(1) == '\n');
+    return i_ >= s_.size() || peek() == '\n' || peek() == '#' ||
+           (peek() == '\r' && peek(1) == '\n');
   }
   /// Skips a comment, then the newline (\n or \r\n) or the end of the text.
   void finish_line() {
@@ -157,9 +164,10 @@ class Reader {
     const size_t start = i_;
     while (is_bare_key_char(peek())) ++i_;
     if (i_ == start)
-      fail(fmt::format("not valid TOML: expected a key (letters, digits, '_' and '-', or a quoted "
-                       "string), {}",
-                       found()));
+      fail(fmt::format(
+          "not valid TOML: expected a key (letters, digits, '_' and '-', or a quoted "
+          "string), {}",
+          found()));
     return s_.substr(start, i_ - start);
   }
 
@@ -171,23 +179,26 @@ class Reader {
       return c == '"' ? read_basic_string() : read_literal_string();
     }
     if (c == '[' || c == '{')
-      fail(fmt::format("the value of '{}' is {}; an option takes a number, a string or "
-                       "true/false",
-                       key, c == '[' ? "an array" : "an inline table"));
+      fail(fmt::format(
+          "the value of '{}' is {}; an option takes a number, a string or "
+          "true/false",
+          key,
+          c == '[' ? "an array" : "an inline table"));
     if (at_line_end()) fail(fmt::format("not valid TOML: expected a value after '{} ='", key));
     // A bare token: a boolean, a number, or a date/time (refused).
     const size_t start = i_;
-    while (i_ < s_.size() &&
-           (is_bare_key_char(peek()) || std::string_view("+.:").find(peek()) != std::string_view::npos))
+    while (i_ < s_.size() && (is_bare_key_char(peek()) ||
+                              std::string_view("+.:").find(peek()) != std::string_view::npos))
       ++i_;
     const std::string token = s_.substr(start, i_ - start);
     if (token == "true") return true;
     if (token == "false") return false;
     if (token.find(':') != std::string::npos ||
         (token.size() >= 5 && is_digit(token[0]) && is_digit(token[3]) && token[4] == '-'))
-      fail(fmt::format("the value of '{}' is a date or time; an option takes a number, a string "
-                       "or true/false",
-                       key));
+      fail(fmt::format(
+          "the value of '{}' is a date or time; an option takes a number, a string "
+          "or true/false",
+          key));
     return read_number(key, token);
   }
 
@@ -195,7 +206,8 @@ class Reader {
   /// digits, no leading zeros.
   json read_number(const std::string& key, const std::string& token) {
     const auto bad = [&](const char* why) {
-      fail(fmt::format("not valid TOML: '{}' (the value of '{}') is not a number: {}", token, key, why));
+      fail(fmt::format(
+          "not valid TOML: '{}' (the value of '{}') is not a number: {}", token, key, why));
     };
     if (token.empty()) bad("nothing there");
     size_t p = 0;
@@ -223,7 +235,10 @@ class Reader {
       if (p != 0) bad("a hexadecimal, octal or binary integer takes no sign");
       const int base = body[1] == 'x' ? 16 : body[1] == 'o' ? 8 : 2;
       const auto digit_of = [base](char ch) {
-        const int v = is_digit(ch) ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10 : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : 99;
+        const int v = is_digit(ch)               ? ch - '0'
+                      : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+                      : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
+                                                 : 99;
         return v < base;
       };
       const std::string digits = strip(body.substr(2), digit_of);
@@ -286,38 +301,57 @@ class Reader {
         const char e = peek(1);
         i_ += 2;
         switch (e) {
-          case 'b': out += '\b'; continue;
-          case 't': out += '\t'; continue;
-          case 'n': out += '\n'; continue;
-          case 'f': out += '\f'; continue;
-          case 'r': out += '\r'; continue;
-          case '"': out += '"'; continue;
-          case '\\': out += '\\'; continue;
+          case 'b':
+            out += '\b';
+            continue;
+          case 't':
+            out += '\t';
+            continue;
+          case 'n':
+            out += '\n';
+            continue;
+          case 'f':
+            out += '\f';
+            continue;
+          case 'r':
+            out += '\r';
+            continue;
+          case '"':
+            out += '"';
+            continue;
+          case '\\':
+            out += '\\';
+            continue;
           case 'u':
           case 'U': {
             const size_t n = e == 'u' ? 4 : 8;
             uint32_t cp = 0;
-            const auto r = std::from_chars(s_.data() + i_, s_.data() + std::min(s_.size(), i_ + n), cp, 16);
+            const auto r =
+                std::from_chars(s_.data() + i_, s_.data() + std::min(s_.size(), i_ + n), cp, 16);
             if (r.ec != std::errc() || r.ptr != s_.data() + i_ + n || cp > 0x10FFFF ||
                 (cp >= 0xD800 && cp <= 0xDFFF))
-              fail(fmt::format("not valid TOML: \\{} must be followed by {} hexadecimal digits of a "
-                               "Unicode scalar value",
-                               e, n));
+              fail(fmt::format(
+                  "not valid TOML: \\{} must be followed by {} hexadecimal digits of a "
+                  "Unicode scalar value",
+                  e,
+                  n));
             append_utf8(out, cp);
             i_ += n;
             continue;
           }
           default:
             --i_;  // point at the escaped character
-            fail(fmt::format("not valid TOML: the escape '\\' followed by {} is not one of TOML's",
-                             found().substr(6)));
+            fail(fmt::format(
+                "not valid TOML: the escape '\\' followed by {} is not one of TOML's",
+                found().substr(6)));
         }
       }
       const auto [cp, n] = decode_utf8(s_, i_);
       if (forbidden_control(cp))
-        fail(fmt::format("not valid TOML: the control character U+{:04X} in a string (write it "
-                         "as an escape)",
-                         cp));
+        fail(fmt::format(
+            "not valid TOML: the control character U+{:04X} in a string (write it "
+            "as an escape)",
+            cp));
       out.append(s_, i_, n);
       i_ += n;
     }

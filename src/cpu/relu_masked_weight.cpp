@@ -33,8 +33,8 @@ constexpr int kFeaturesPerPass = 5;  // 2 x 5 accumulators + masks and sums: 15 
 /// j..j+8*Blocks-1 at those columns and, with Bias, db over the same units (the first pass
 /// only).
 template <int Blocks, bool Bias, size_t... Q>
-void masked_weight_block(const detail::ReluMaskWeightGrad& a, int64_t j, int64_t p0,
-                         std::index_sequence<Q...>) {
+void masked_weight_block(
+    const detail::ReluMaskWeightGrad& a, int64_t j, int64_t p0, std::index_sequence<Q...>) {
   static_assert(Blocks == 1 || Blocks == 2);
   constexpr size_t P = sizeof...(Q);
   const float* g = static_cast<const float*>(a.g) + j;
@@ -48,8 +48,8 @@ void masked_weight_block(const detail::ReluMaskWeightGrad& a, int64_t j, int64_t
   __m256 bias0 = zero, bias1 = zero;
   for (int64_t i = 0; i < a.m; ++i) {
     const float* xi = x + i * x_rs;
-    const __m256 d0 = _mm256_and_ps(_mm256_loadu_ps(g + i * n),
-                                    _mm256_cmp_ps(_mm256_loadu_ps(y + i * n), zero, _CMP_GT_OQ));
+    const __m256 d0 = _mm256_and_ps(
+        _mm256_loadu_ps(g + i * n), _mm256_cmp_ps(_mm256_loadu_ps(y + i * n), zero, _CMP_GT_OQ));
     if constexpr (Bias) bias0 = _mm256_add_ps(bias0, d0);
     if constexpr (Blocks == 1) {
       ((acc0[Q] = _mm256_fmadd_ps(d0, _mm256_broadcast_ss(xi + int64_t(Q) * x_cs), acc0[Q])), ...);
@@ -119,9 +119,8 @@ bool use_avx512() {
 /// Features [p0, p0 + P) of hidden units [j, j + 32): dw rows j..j+31 at those columns and,
 /// with Bias, db over the same units.
 template <bool Bias, size_t... Q>
-[[gnu::target("avx512f")]] void masked_weight_block_avx512(const detail::ReluMaskWeightGrad& a,
-                                                           int64_t j, int64_t p0,
-                                                           std::index_sequence<Q...>) {
+[[gnu::target("avx512f")]] void masked_weight_block_avx512(
+    const detail::ReluMaskWeightGrad& a, int64_t j, int64_t p0, std::index_sequence<Q...>) {
   constexpr size_t P = sizeof...(Q);
   const float* g = static_cast<const float*>(a.g) + j;
   const float* y = static_cast<const float*>(a.y) + j;
@@ -135,7 +134,8 @@ template <bool Bias, size_t... Q>
   for (int64_t i = 0; i < a.m; ++i) {
     const float* xi = x + i * x_rs;
     const __m512 d0 = _mm512_maskz_mov_ps(
-        _mm512_cmp_ps_mask(_mm512_loadu_ps(y + i * n), zero, _CMP_GT_OQ), _mm512_loadu_ps(g + i * n));
+        _mm512_cmp_ps_mask(_mm512_loadu_ps(y + i * n), zero, _CMP_GT_OQ),
+        _mm512_loadu_ps(g + i * n));
     const __m512 d1 = _mm512_maskz_mov_ps(
         _mm512_cmp_ps_mask(_mm512_loadu_ps(y + i * n + 16), zero, _CMP_GT_OQ),
         _mm512_loadu_ps(g + i * n + 16));
@@ -172,10 +172,9 @@ constexpr std::array<MaskedWeightBlock, sizeof...(P)> masked_weight_blocks_avx51
   return {&masked_weight_block_avx512<Bias, int(P) + 1>...};
 }
 /// [Bias][P - 1].
-constexpr std::array<std::array<MaskedWeightBlock, kFeaturesPerPass512>, 2>
-    kMaskedWeightBlocks512 = {
-        masked_weight_blocks_avx512<false>(std::make_index_sequence<kFeaturesPerPass512>()),
-        masked_weight_blocks_avx512<true>(std::make_index_sequence<kFeaturesPerPass512>())};
+constexpr std::array<std::array<MaskedWeightBlock, kFeaturesPerPass512>, 2> kMaskedWeightBlocks512 =
+    {masked_weight_blocks_avx512<false>(std::make_index_sequence<kFeaturesPerPass512>()),
+     masked_weight_blocks_avx512<true>(std::make_index_sequence<kFeaturesPerPass512>())};
 
 }  // namespace
 

@@ -93,13 +93,19 @@ TEST(TomlOptions, RefusesWhatIsNotAnOption) {
 }
 
 TEST(TomlOptions, RefusesInvalidToml) {
-  expect_refused("model = 'mlp'\nepochs = \n", 2, "not valid TOML: expected a value after 'epochs ='");
+  expect_refused(
+      "model = 'mlp'\nepochs = \n", 2, "not valid TOML: expected a value after 'epochs ='");
   expect_refused("epochs 3", 1, "not valid TOML: expected '=' after the key 'epochs', found '3'");
   // The inputs that took Debian's toml++ 3.3 to undefined behaviour (fuzz_config).
-  expect_refused("model = \"mlp\"\ndevice\xd0\x87 = \"cpu\"\n", 2,
-                 "not valid TOML: expected '=' after the key 'device', found U+0407");
-  expect_refused("model = \"mlp\"\ndat\xef\xbb\x9f" "a = 1\n", 2,
-                 "not valid TOML: expected '=' after the key 'dat', found U+FEDF");
+  expect_refused(
+      "model = \"mlp\"\ndevice\xd0\x87 = \"cpu\"\n",
+      2,
+      "not valid TOML: expected '=' after the key 'device', found U+0407");
+  expect_refused(
+      "model = \"mlp\"\ndat\xef\xbb\x9f"
+      "a = 1\n",
+      2,
+      "not valid TOML: expected '=' after the key 'dat', found U+FEDF");
   expect_refused("= 3", 1, "not valid TOML: expected a key");
   expect_refused("a = 1\na = 2", 2, "not valid TOML: the key 'a' is given twice");
   expect_refused("a = 1 2", 1, "not valid TOML: unexpected text after the value of 'a'");
@@ -113,19 +119,27 @@ TEST(TomlOptions, RefusesInvalidToml) {
   expect_refused("a = 1__0", 1, "not valid TOML: '1__0' (the value of 'a') is not a number: '_'");
   expect_refused("a = _1", 1, "not valid TOML: '_1' (the value of 'a') is not a number");
   expect_refused("a = 1.", 1, "not valid TOML: '1.' (the value of 'a') is not a number: a digit");
-  expect_refused("a = 1e", 1, "not valid TOML: '1e' (the value of 'a') is not a number: the exponent");
-  expect_refused("a = 9223372036854775808", 1, "not valid TOML: '9223372036854775808' (the value of 'a') is not a number: out of the range");
-  expect_refused("a = -0x1", 1, "not valid TOML: '-0x1' (the value of 'a') is not a number: a hexadecimal");
-  expect_refused("a = 0b102", 1, "not valid TOML: '0b102' (the value of 'a') is not a number: a digit outside");
+  expect_refused(
+      "a = 1e", 1, "not valid TOML: '1e' (the value of 'a') is not a number: the exponent");
+  expect_refused(
+      "a = 9223372036854775808",
+      1,
+      "not valid TOML: '9223372036854775808' (the value of 'a') is not a number: out of the range");
+  expect_refused(
+      "a = -0x1", 1, "not valid TOML: '-0x1' (the value of 'a') is not a number: a hexadecimal");
+  expect_refused(
+      "a = 0b102",
+      1,
+      "not valid TOML: '0b102' (the value of 'a') is not a number: a digit outside");
   expect_refused("a = yes", 1, "not valid TOML: 'yes' (the value of 'a') is not a number");
   expect_refused("a = 1\rb = 2", 1, "not valid TOML");
 }
 
 TEST(TomlOptions, RefusesInvalidUtf8WithItsLine) {
-  expect_refused("a = 1\nb = '\xc0\xaf'\n", 2, "not valid UTF-8");          // overlong '/'
-  expect_refused("a = 1\n\nb = '\xed\xa0\x80'\n", 3, "not valid UTF-8");    // a surrogate
-  expect_refused("b = '\xe4\xb8'", 1, "not valid UTF-8");                   // truncated
-  expect_refused("b = '\xf4\x90\x80\x80'", 1, "not valid UTF-8");           // past U+10FFFF
+  expect_refused("a = 1\nb = '\xc0\xaf'\n", 2, "not valid UTF-8");        // overlong '/'
+  expect_refused("a = 1\n\nb = '\xed\xa0\x80'\n", 3, "not valid UTF-8");  // a surrogate
+  expect_refused("b = '\xe4\xb8'", 1, "not valid UTF-8");                 // truncated
+  expect_refused("b = '\xf4\x90\x80\x80'", 1, "not valid UTF-8");         // past U+10FFFF
 }
 
 }  // namespace

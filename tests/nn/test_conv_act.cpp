@@ -29,7 +29,15 @@ struct Case {
 // in and out take the NHWC copy around an NCHW convolution.
 const Case kCases[] = {
     {"nchw", 2, 3, 7, 6, 5, 3, {.padding = {1, 1}}, false},
-    {"strided_grouped", 2, 4, 9, 8, 6, 3, {.stride = {2, 2}, .padding = {1, 0}, .groups = 2}, false},
+    {"strided_grouped",
+     2,
+     4,
+     9,
+     8,
+     6,
+     3,
+     {.stride = {2, 2}, .padding = {1, 0}, .groups = 2},
+     false},
     {"channels_last_out", 2, 1, 10, 10, 32, 3, {.padding = {1, 1}}, false},
     {"channels_last_in", 2, 32, 6, 6, 64, 3, {.padding = {1, 1}}, true},
     {"nhwc_copy", 1, 128, 4, 4, 128, 1, {}, false},
@@ -50,14 +58,15 @@ TEST(ConvRelu, ForwardMatchesFloat64Convolution) {
       const Tensor w = random_tensor({c.o, c.c / c.opts.groups, c.k, c.k}, -0.5, 0.5, seed++);
       const Tensor b = with_bias ? random_tensor({c.o}, -0.5, 0.5, seed++) : Tensor();
       const Tensor y = F::conv2d(x, w, b, c.opts, F::Activation::ReLU);
-      const Tensor expected = relu(conv2d(x.to(kFloat64), w.to(kFloat64),
-                                          with_bias ? b.to(kFloat64) : Tensor(), c.opts));
+      const Tensor expected = relu(
+          conv2d(x.to(kFloat64), w.to(kFloat64), with_bias ? b.to(kFloat64) : Tensor(), c.opts));
       ASSERT_EQ(y.sizes(), expected.sizes());
       EXPECT_EQ(y.dtype(), kFloat32);
       EXPECT_TRUE(all_close(y, values_of(expected), 1e-5, 1e-5));
       // The fused op keeps the layout the plain convolution chooses.
-      EXPECT_EQ(y.is_contiguous(MemoryFormat::channels_last),
-                conv2d(x, w, b, c.opts).is_contiguous(MemoryFormat::channels_last));
+      EXPECT_EQ(
+          y.is_contiguous(MemoryFormat::channels_last),
+          conv2d(x, w, b, c.opts).is_contiguous(MemoryFormat::channels_last));
     }
 }
 
@@ -66,8 +75,8 @@ TEST(ConvRelu, ForwardMatchesFloat64Convolution) {
 /// at the kink cannot disagree), pushed through a float64 convolution's own backward.
 void check_gradients(const Case& c, bool input_grad, bool with_bias, uint64_t seed) {
   Tensor x = input_of(c, seed).requires_grad_(input_grad);
-  Tensor w = random_tensor({c.o, c.c / c.opts.groups, c.k, c.k}, -0.5, 0.5, seed + 1)
-                 .requires_grad_();
+  Tensor w =
+      random_tensor({c.o, c.c / c.opts.groups, c.k, c.k}, -0.5, 0.5, seed + 1).requires_grad_();
   Tensor b = with_bias ? random_tensor({c.o}, -0.5, 0.5, seed + 2).requires_grad_() : Tensor();
   const Tensor y = F::conv2d(x, w, b, c.opts, F::Activation::ReLU);
   const Tensor r = random_tensor(y.sizes(), -1, 1, seed + 3);
@@ -92,8 +101,9 @@ TEST(ConvRelu, Float32GradientsMatchFloat64) {
   for (const Case& c : kCases)
     for (bool input_grad : {true, false})
       for (bool with_bias : {true, false}) {
-        SCOPED_TRACE(::testing::Message()
-                     << c.name << " input grad " << input_grad << " bias " << with_bias);
+        SCOPED_TRACE(
+            ::testing::Message() << c.name << " input grad " << input_grad << " bias "
+                                 << with_bias);
         check_gradients(c, input_grad, with_bias, seed);
         seed += 4;
       }
@@ -103,15 +113,17 @@ TEST(ConvRelu, Gradcheck) {
   testing::expect_gradcheck(
       "conv2d_relu",
       [](const auto& v) {
-        return F::conv2d(v[0], v[1], v[2], {.stride = {2, 1}, .padding = {1, 1}},
-                         F::Activation::ReLU);
+        return F::conv2d(
+            v[0], v[1], v[2], {.stride = {2, 1}, .padding = {1, 1}}, F::Activation::ReLU);
       },
       {testing::random_tensor({2, 2, 5, 4}, -1, 1, 31),
-       testing::random_tensor({3, 2, 3, 3}, -1, 1, 32), testing::random_tensor({3}, -1, 1, 33)});
+       testing::random_tensor({3, 2, 3, 3}, -1, 1, 32),
+       testing::random_tensor({3}, -1, 1, 33)});
 }
 
 TEST(ConvRelu, NoneIsThePlainConvolution) {
-  const Tensor x = random_tensor({1, 2, 5, 5}, -1, 1, 41), w = random_tensor({3, 2, 3, 3}, -1, 1, 42);
+  const Tensor x = random_tensor({1, 2, 5, 5}, -1, 1, 41),
+               w = random_tensor({3, 2, 3, 3}, -1, 1, 42);
   const Tensor plain = F::conv2d(x, w, Tensor(), {}, F::Activation::None);
   EXPECT_TRUE(all_close(plain, values_of(conv2d(x, w)), 0, 0));
   EXPECT_LT(min(plain).item<float>(), 0.0f);  // not clamped
