@@ -248,7 +248,9 @@ void batch_norm_forward_apply_16(const BatchNormArgs& a, bool cl, const float* s
   T* y = ptr<T>(a.output);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
     float xb[kPiece], yb[kPiece], rb[kPiece];
-    T rounded[kPiece];
+    // Raw storage: an array of T would be zeroed on every call (T's bits start at 0).
+    alignas(32) uint16_t rounded_bits[kPiece];
+    T* rounded = reinterpret_cast<T*>(rounded_bits);
     for (int64_t off = 0; off < len; off += kPiece) {
       const int64_t n = std::min(kPiece, len - off);
       widen(x + i0 + off, xb, n);

@@ -2,32 +2,26 @@
 // values per AVX2 step: bf16 by a 16-bit shift each way (narrowing rounds to nearest even and
 // quiets NaNs, as BFloat16::from_float does), float16 by F16C's conversions. Kernels that
 // compute on 16-bit tensors in float use them to stage pieces of a tensor through small float
-// buffers, so their inner loops stay the float32 loops. Scalar for the tail and for CPUs
-// without AVX2.
+// buffers, so their inner loops stay the float32 loops. The library is built for
+// IGNIS_CPU_ARCH (x86-64-v3 by default: AVX2, FMA and F16C), so the vector steps are compiled
+// in and inlined into those loops; a build for an older ISA converts one value at a time.
 #pragma once
 
 #include <cstdint>
 
-#include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "ignis/half.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__AVX2__)
 #include <immintrin.h>
-#define IGNIS_VEC_CONVERT_X86 1
 #endif
 
 namespace ignis::cpu {
 
 namespace vec_convert_detail {
 
-#ifdef IGNIS_VEC_CONVERT_X86
-inline bool has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c");
-  return has;
-}
-
-// Each returns how many leading values it converted (a multiple of 8).
-[[gnu::target("avx2")]] inline int64_t widen_avx2(const BFloat16* s, float* d, int64_t n) {
+// Each converts the leading multiple of 8 of n values and returns how many that was.
+#if defined(__AVX2__)
+[[gnu::always_inline]] inline int64_t widen8(const BFloat16* s, float* d, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
@@ -36,7 +30,7 @@ inline bool has_f16c() {
   return i;
 }
 
-[[gnu::target("avx2")]] inline int64_t narrow_avx2(const float* s, BFloat16* d, int64_t n) {
+[[gnu::always_inline]] inline int64_t narrow8(const float* s, BFloat16* d, int64_t n) {
   const __m256i one = _mm256_set1_epi32(1), half_ulp = _mm256_set1_epi32(0x7fff);
   const __m256i magnitude = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
   const __m256i quiet = _mm256_set1_epi32(0x40);
@@ -55,53 +49,43 @@ inline bool has_f16c() {
   }
   return i;
 }
+#else
+inline int64_t widen8(const BFloat16*, float*, int64_t) { return 0; }
+inline int64_t narrow8(const float*, BFloat16*, int64_t) { return 0; }
+#endif
 
-[[gnu::target("avx2,f16c")]] inline int64_t widen_avx2(const Half* s, float* d, int64_t n) {
+#if defined(__AVX2__) && defined(__F16C__)
+[[gnu::always_inline]] inline int64_t widen8(const Half* s, float* d, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
   return i;
 }
 
-[[gnu::target("avx2,f16c")]] inline int64_t narrow_avx2(const float* s, Half* d, int64_t n) {
+[[gnu::always_inline]] inline int64_t narrow8(const float* s, Half* d, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
   return i;
 }
-#endif
-
-template <class T>
-bool vector_path() {
-#ifdef IGNIS_VEC_CONVERT_X86
-  if constexpr (std::is_same_v<T, Half>) return cpu_has_avx2() && has_f16c();
-  else return cpu_has_avx2();
 #else
-  return false;
+inline int64_t widen8(const Half*, float*, int64_t) { return 0; }
+inline int64_t narrow8(const float*, Half*, int64_t) { return 0; }
 #endif
-}
 
 }  // namespace vec_convert_detail
 
 /// d[i] = float(s[i]) for i < n; T is BFloat16 or Half.
 template <class T>
-void widen(const T* s, float* d, int64_t n) {
-  int64_t i = 0;
-#ifdef IGNIS_VEC_CONVERT_X86
-  if (vec_convert_detail::vector_path<T>()) i = vec_convert_detail::widen_avx2(s, d, n);
-#endif
-  for (; i < n; ++i) d[i] = float(s[i]);
+[[gnu::always_inline]] inline void widen(const T* s, float* d, int64_t n) {
+  for (int64_t i = vec_convert_detail::widen8(s, d, n); i < n; ++i) d[i] = float(s[i]);
 }
 
 /// d[i] = T(s[i]) (round to nearest even) for i < n; T is BFloat16 or Half.
 template <class T>
-void narrow(const float* s, T* d, int64_t n) {
-  int64_t i = 0;
-#ifdef IGNIS_VEC_CONVERT_X86
-  if (vec_convert_detail::vector_path<T>()) i = vec_convert_detail::narrow_avx2(s, d, n);
-#endif
-  for (; i < n; ++i) d[i] = T(s[i]);
+[[gnu::always_inline]] inline void narrow(const float* s, T* d, int64_t n) {
+  for (int64_t i = vec_convert_detail::narrow8(s, d, n); i < n; ++i) d[i] = T(s[i]);
 }
 
 }  // namespace ignis::cpu
