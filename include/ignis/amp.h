@@ -6,7 +6,11 @@
 // - low precision (the autocast dtype): matmul, mm, bmm, addmm, baddbmm, linear, conv2d,
 //   conv_transpose2d;
 // - float32: softmax, log_softmax, cumsum, sum, prod, norm, logsumexp, exp, log, log1p,
-//   expm1, rsqrt, pow, softplus, batch_norm, layer_norm, group_norm and every loss;
+//   expm1, rsqrt, pow, softplus, layer_norm, group_norm and every loss;
+// - batch_norm and batch_norm_relu are on neither list, as in PyTorch: they run in their
+//   input's dtype, so a bf16/float16 convolution output is normalised as it is (statistics
+//   in double, output and input gradient in the input's dtype) with float32 weight, bias and
+//   running statistics, whose gradients and updates stay float32;
 // - everything else runs in the widest dtype of its inputs (type promotion).
 // float64 tensors are never cast, and integer tensors are left alone. Casts are recorded by
 // autograd, so gradients reach float32 parameters in float32.

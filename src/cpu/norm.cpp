@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/loops.h"
+#include "cpu/vec_convert.h"
 #include "kernels/batch_norm_math.h"
 #include "kernels/row_norm_math.h"
 #include "core/parallel.h"
@@ -28,6 +29,7 @@ using detail::BatchNormBackwardArgs;
 using detail::RowNormArgs;
 using detail::RowNormBackwardArgs;
 using kernels::BnEpilogue;
+using kernels::BnParam;
 
 template <class T>
 T* ptr(const Tensor& t) {
@@ -52,6 +54,53 @@ void reduce_chunks(const std::vector<double>& acc, int64_t chunks, int64_t width
 }
 
 // ---- batch norm ----------------------------------------------------------------------------
+// Note [Batch norm on 16-bit inputs] (src/kernels/batch_norm_math.h): a bf16/float16 input
+// goes through the float32 loops in pieces of kPiece values widened into float buffers on
+// the stack (src/cpu/vec_convert.h), and results are narrowed back; float32 and float64
+// inputs run the same loops on the tensors themselves, in one piece.
+
+template <class T>
+inline constexpr bool kIs16Bit = !std::is_same_v<BnParam<T>, T>;
+
+/// Values per staged piece: the few float buffers of a piece stay in L1.
+constexpr int64_t kPiece = 512;
+
+/// Calls f(v, len, off) so that v[0, len) are x[off, off + len) over all of [0, n).
+template <class T, class F>
+void read_pieces(const T* x, int64_t n, const F& f) {
+  if constexpr (kIs16Bit<T>) {
+    float buf[kPiece];
+    for (int64_t off = 0; off < n; off += kPiece) {
+      const int64_t len = std::min(kPiece, n - off);
+      widen(x + off, buf, len);
+      f(static_cast<const float*>(buf), len, off);
+    }
+  } else {
+    f(x, n, int64_t(0));
+  }
+}
+
+/// The backward passes' pieces: calls f(x, g, y, out, len, off) with x, g and y (null when y
+/// is) readable and out (null when out is) writable at [off, off + len) of the tensors'
+/// run of n values; for 16-bit T, out is narrowed into the tensor after f returns.
+template <class T, class F>
+void grad_pieces(const T* x, const T* g, const T* y, T* out, int64_t n, const F& f) {
+  if constexpr (kIs16Bit<T>) {
+    float xb[kPiece], gb[kPiece], yb[kPiece], ob[kPiece];
+    for (int64_t off = 0; off < n; off += kPiece) {
+      const int64_t len = std::min(kPiece, n - off);
+      widen(x + off, xb, len);
+      widen(g + off, gb, len);
+      if (y) widen(y + off, yb, len);
+      f(static_cast<const float*>(xb), static_cast<const float*>(gb),
+        y ? static_cast<const float*>(yb) : nullptr, out ? ob : nullptr, len, off);
+      if (out) narrow(static_cast<const float*>(ob), out + off, len);
+    }
+  } else {
+    f(x, g, y, out, n, int64_t(0));
+  }
+}
+
 // NCHW: x[n, c, s] at n*C*S + c*S + s (a channel is N runs of S contiguous values).
 // Channels-last: x[n, c, s] at (n*S + s)*C + c (rows of C contiguous values).
 
@@ -61,10 +110,10 @@ void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, doubl
   detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       double s = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const T* r = x + (n * C + c) * S;
-        for (int64_t i = 0; i < S; ++i) s += f(double(r[i]), c);
-      }
+      for (int64_t n = 0; n < N; ++n)
+        read_pieces(x + (n * C + c) * S, S, [&](const auto* v, int64_t len, int64_t) {
+          for (int64_t i = 0; i < len; ++i) s += f(double(v[i]), c);
+        });
       out[c] = s;
     }
   });
@@ -89,18 +138,21 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       const double nb = double(r1 - r0);
       for (int64_t c = 0; c < C; ++c) bm[c] = 0, bq[c] = 0;
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* xr = x + r * C;
-        for (int64_t c = 0; c < C; ++c) bm[c] += double(xr[c]);
-      }
+      for (int64_t r = r0; r < r1; ++r)
+        read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
+          double* bmo = bm + off;
+          for (int64_t c = 0; c < len; ++c) bmo[c] += double(v[c]);
+        });
       for (int64_t c = 0; c < C; ++c) bm[c] /= nb;
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* xr = x + r * C;
-        for (int64_t c = 0; c < C; ++c) {
-          const double d = double(xr[c]) - bm[c];
-          bq[c] += d * d;
-        }
-      }
+      for (int64_t r = r0; r < r1; ++r)
+        read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
+          const double* bmo = bm + off;
+          double* bqo = bq + off;
+          for (int64_t c = 0; c < len; ++c) {
+            const double d = double(v[c]) - bmo[c];
+            bqo[c] += d * d;
+          }
+        });
       const double n2 = *n + nb, f = nb / n2, g = *n * nb / n2;
       for (int64_t c = 0; c < C; ++c) {
         const double delta = bm[c] - m[c];
@@ -139,8 +191,8 @@ void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
                        });
 }
 
-template <class T>
-void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, T* mean, T* invstd) {
+template <class T, class P = BnParam<T>>
+void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invstd) {
   const int64_t N = a.n, C = a.c, S = a.s;
   const T* x = ptr<T>(a.input);
   std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
@@ -154,14 +206,14 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, T* mean, T* invst
                  v.data());
     for (auto& e : v) e /= count;
   }
-  T* rm = ptr<T>(a.running_mean);
-  T* rv = ptr<T>(a.running_var);
+  P* rm = ptr<P>(a.running_mean);
+  P* rv = ptr<P>(a.running_var);
   for (int64_t c = 0; c < C; ++c) {
-    mean[c] = T(m[c]);
-    invstd[c] = T(1.0 / std::sqrt(v[c] + a.eps));
-    if (rm) rm[c] = T((1 - a.momentum) * double(rm[c]) + a.momentum * m[c]);
+    mean[c] = P(m[c]);
+    invstd[c] = P(1.0 / std::sqrt(v[c] + a.eps));
+    if (rm) rm[c] = P((1 - a.momentum) * double(rm[c]) + a.momentum * m[c]);
     // The running variance is the unbiased one (count >= 2 was checked).
-    if (rv) rv[c] = T((1 - a.momentum) * double(rv[c]) + a.momentum * v[c] * count / (count - 1));
+    if (rv) rv[c] = P((1 - a.momentum) * double(rv[c]) + a.momentum * v[c] * count / (count - 1));
   }
 }
 
@@ -186,26 +238,75 @@ void batch_norm_forward_apply(const BatchNormArgs& a, bool cl, const T* scale, c
   });
 }
 
+/// The 16-bit twin of batch_norm_forward_apply: batch_norm_output_16's values, computed on
+/// staged pieces (the residual case rounds the normalised piece to T before adding).
+template <BnEpilogue E, class T>
+void batch_norm_forward_apply_16(const BatchNormArgs& a, bool cl, const float* scale,
+                                 const float* shift) {
+  const T* x = ptr<T>(a.input);
+  const T* res = ptr<T>(a.residual);
+  T* y = ptr<T>(a.output);
+  channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
+    float xb[kPiece], yb[kPiece], rb[kPiece];
+    // Raw storage: an array of T would be zeroed on every call (T's bits start at 0).
+    alignas(32) uint16_t rounded_bits[kPiece];
+    T* rounded = reinterpret_cast<T*>(rounded_bits);
+    for (int64_t off = 0; off < len; off += kPiece) {
+      const int64_t n = std::min(kPiece, len - off);
+      widen(x + i0 + off, xb, n);
+      if (c >= 0) {
+        const float sc = scale[c], sh = shift[c];
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) yb[j] = xb[j] * sc + sh;
+      } else {
+        const float *sc = scale + off, *sh = shift + off;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) yb[j] = xb[j] * sc[j] + sh[j];
+      }
+      if constexpr (E == BnEpilogue::AddRelu) {
+        narrow(static_cast<const float*>(yb), rounded, n);
+        widen(static_cast<const T*>(rounded), yb, n);
+        widen(res + i0 + off, rb, n);
+      }
+      if constexpr (E != BnEpilogue::None) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          yb[j] = kernels::batch_norm_epilogue<E>(yb[j], E == BnEpilogue::AddRelu ? rb[j] : 0.0f);
+      }
+      narrow(static_cast<const float*>(yb), y + i0 + off, n);
+    }
+  });
+}
+
+template <BnEpilogue E, class T, class P>
+void batch_norm_forward_apply_any(const BatchNormArgs& a, bool cl, const P* scale, const P* shift) {
+  if constexpr (kIs16Bit<T>)
+    batch_norm_forward_apply_16<E, T>(a, cl, scale, shift);
+  else
+    batch_norm_forward_apply<E, T>(a, cl, scale, shift);
+}
+
 template <class T>
 void batch_norm_forward(const BatchNormArgs& a) {
+  using P = BnParam<T>;
   const int64_t C = a.c;
   const bool cl = detail::is_channels_last(a.input);
-  T* mean = ptr<T>(a.save_mean);
-  T* invstd = ptr<T>(a.save_invstd);
-  if (a.training) batch_norm_forward_stats(a, cl, mean, invstd);
+  P* mean = ptr<P>(a.save_mean);
+  P* invstd = ptr<P>(a.save_invstd);
+  if (a.training) batch_norm_forward_stats<T>(a, cl, mean, invstd);
   // Eval mode folds the running statistics (save_mean/save_invstd) the same way.
-  std::vector<T> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
-  const T* w = ptr<T>(a.weight);
-  const T* b = ptr<T>(a.bias);
+  std::vector<P> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+  const P* w = ptr<P>(a.weight);
+  const P* b = ptr<P>(a.bias);
   for (int64_t c = 0; c < C; ++c) {
     const double sc = double(invstd[c]) * (w ? double(w[c]) : 1.0);
-    scale[c] = T(sc);
-    shift[c] = T((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
+    scale[c] = P(sc);
+    shift[c] = P((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
   }
   switch (a.epilogue) {
-    case BnEpilogue::None: return batch_norm_forward_apply<BnEpilogue::None>(a, cl, scale.data(), shift.data());
-    case BnEpilogue::Relu: return batch_norm_forward_apply<BnEpilogue::Relu>(a, cl, scale.data(), shift.data());
-    case BnEpilogue::AddRelu: return batch_norm_forward_apply<BnEpilogue::AddRelu>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::None: return batch_norm_forward_apply_any<BnEpilogue::None, T>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::Relu: return batch_norm_forward_apply_any<BnEpilogue::Relu, T>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::AddRelu: return batch_norm_forward_apply_any<BnEpilogue::AddRelu, T>(a, cl, scale.data(), shift.data());
   }
 }
 
@@ -232,14 +333,14 @@ template <BnEpilogue E, bool kStore, class T>
 void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, double* sg,
                           double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
+  using P = BnParam<T>;
   const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
-  const T *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
+  const P *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
   std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
-  auto run = [&](int64_t i0, int64_t n, const double* mr, const double* ir, double* s0,
-                 double* s1) {
-    grad_sums_run<E, kStore>(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr,
-                             n, mr, ir, s0, s1);
+  // f(x, g, y, gm, len, off) on the pieces of the run of n values at i0.
+  auto pieces = [&](int64_t i0, int64_t n, const auto& f) {
+    grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr, n, f);
   };
   if (!cl) {
     // A channel at a time; its sums in 8 lanes of doubles, so the loop vectorises without
@@ -252,11 +353,17 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, do
           for (double& v : l) v = 0;
         const double mc[kLanes] = {m[c], m[c], m[c], m[c], m[c], m[c], m[c], m[c]};
         const double ic[kLanes] = {is[c], is[c], is[c], is[c], is[c], is[c], is[c], is[c]};
-        for (int64_t n = 0; n < N; ++n) {
-          const int64_t i0 = (n * C + c) * S, full = S / kLanes * kLanes;
-          for (int64_t j = 0; j < full; j += kLanes) run(i0 + j, kLanes, mc, ic, lanes[0], lanes[1]);
-          run(i0 + full, S - full, mc, ic, lanes[2], lanes[3]);
-        }
+        for (int64_t n = 0; n < N; ++n)
+          pieces((n * C + c) * S, S, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp,
+                                         int64_t len, int64_t) {
+            auto run = [&](int64_t j, int64_t k, double* s0, double* s1) {
+              grad_sums_run<E, kStore>(xp + j, gp + j, yp ? yp + j : nullptr,
+                                       kStore ? mp + j : nullptr, k, mc, ic, s0, s1);
+            };
+            const int64_t full = len / kLanes * kLanes;
+            for (int64_t j = 0; j < full; j += kLanes) run(j, kLanes, lanes[0], lanes[1]);
+            run(full, len - full, lanes[2], lanes[3]);
+          });
         double s0 = 0, s1 = 0;
         for (int64_t l = 0; l < kLanes; ++l) s0 += lanes[0][l] + lanes[2][l], s1 += lanes[1][l] + lanes[3][l];
         sg[c] = s0, sgx[c] = s1;
@@ -269,7 +376,12 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, do
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
   parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
     double* a0 = acc.data() + k * 2 * C;
-    for (int64_t r = r0; r < r1; ++r) run(r * C, C, m.data(), is.data(), a0, a0 + C);
+    for (int64_t r = r0; r < r1; ++r)
+      pieces(r * C, C, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len,
+                           int64_t off) {
+        grad_sums_run<E, kStore>(xp, gp, yp, mp, len, m.data() + off, is.data() + off, a0 + off,
+                                 a0 + C + off);
+      });
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
   reduce_chunks(acc, chunks, 2 * C, tot.data());
@@ -302,21 +414,26 @@ void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const T* g, 
   const T* x = ptr<T>(a.input);
   T* gi = ptr<T>(a.grad_input);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
-    const T* yr = y ? y + i0 : nullptr;
-    if (c >= 0)
-      grad_apply_run<E, true>(x + i0, g + i0, yr, gi + i0, len, &q.mean[c], &q.invstd[c],
-                              &q.k[c], &q.mg[c], &q.mgx[c]);
-    else
-      grad_apply_run<E, false>(x + i0, g + i0, yr, gi + i0, len, q.mean.data(), q.invstd.data(),
-                               q.k.data(), q.mg.data(), q.mgx.data());
+    grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, gi + i0, len,
+                [&](const auto* xp, const auto* gp, const auto* yp, auto* gip, int64_t n,
+                    int64_t off) {
+                  if (c >= 0)
+                    grad_apply_run<E, true>(xp, gp, yp, gip, n, &q.mean[c], &q.invstd[c], &q.k[c],
+                                            &q.mg[c], &q.mgx[c]);
+                  else
+                    grad_apply_run<E, false>(xp, gp, yp, gip, n, q.mean.data() + off,
+                                             q.invstd.data() + off, q.k.data() + off,
+                                             q.mg.data() + off, q.mgx.data() + off);
+                });
   });
 }
 
 template <BnEpilogue E, class T>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
+  using P = BnParam<T>;
   const int64_t C = a.c;
   const bool cl = detail::is_channels_last(a.input);
-  const T *w = ptr<T>(a.weight), *mean = ptr<T>(a.save_mean), *invstd = ptr<T>(a.save_invstd);
+  const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
   std::vector<double> sg(static_cast<size_t>(C)), sgx(static_cast<size_t>(C));
   // The residual's gradient is the masked gradient: written by the sums pass, it is then the
   // apply pass's input (one tensor read instead of grad_out and the output).
@@ -325,8 +442,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
     batch_norm_grad_sums<E, true, T>(a, cl, gr, sg.data(), sgx.data());
   else
     batch_norm_grad_sums<E, false, T>(a, cl, nullptr, sg.data(), sgx.data());
-  T *gw = ptr<T>(a.grad_weight), *gb = ptr<T>(a.grad_bias);
-  for (int64_t c = 0; c < C; ++c) gw[c] = T(sgx[c]), gb[c] = T(sg[c]);
+  P *gw = ptr<P>(a.grad_weight), *gb = ptr<P>(a.grad_bias);
+  for (int64_t c = 0; c < C; ++c) gw[c] = P(sgx[c]), gb[c] = P(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
   // statistics terms vanish in eval mode, where they were constants.
   const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
@@ -431,10 +548,10 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
 void register_nn_cpu() {
   using namespace detail;
   batch_norm_forward_kernel.set(DeviceType::CPU, [](const BatchNormArgs& a) {
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
+    visit_batch_norm_input(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
   });
   batch_norm_backward_kernel.set(DeviceType::CPU, [](const BatchNormBackwardArgs& a) {
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
+    visit_batch_norm_input(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
   });
   row_norm_forward_kernel.set(DeviceType::CPU, [](const RowNormArgs& a) {
     visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });

@@ -11,6 +11,8 @@
 //     as the CPU's scatter does (no atomics, no dependence on scheduling); max-pool's
 //     backward scatters with atomics (its slot has the argmax indices but not the window).
 // Threads walk tensors in their memory order (NCHW or channels-last) so loads coalesce.
+// A bf16/float16 input stays 16-bit with float32 parameters and statistics (Note [Batch norm
+// on 16-bit inputs]): elements are T, per-channel values BnParam<T>.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,6 +33,7 @@ using ignis::detail::BatchNormArgs;
 using ignis::detail::BatchNormBackwardArgs;
 using ignis::detail::Pool2dParams;
 using kernels::BnEpilogue;
+using kernels::BnParam;
 
 // ---- batch norm ----------------------------------------------------------------------------
 // x[n, c, s] at (n*C + c)*S + s (NCHW) or (n*S + s)*C + c (channels-last). A channel's N*S
@@ -168,8 +171,8 @@ __global__ void batch_norm_partial_grads_cl(
     const T* __restrict__ g,
     const T* __restrict__ y,
     ChannelView v,
-    const T* mean,
-    const T* invstd,
+    const BnParam<T>* mean,
+    const BnParam<T>* invstd,
     int64_t splits,
     double* __restrict__ partial) {
   __shared__ double shared[kTileRows][kTileChannels];
@@ -241,14 +244,17 @@ __global__ void batch_norm_apply(
     const T* __restrict__ residual,
     T* __restrict__ y,
     ChannelView v,
-    const T* __restrict__ scale,
-    const T* __restrict__ shift) {
+    const BnParam<T>* __restrict__ scale,
+    const BnParam<T>* __restrict__ shift) {
   const int64_t total = v.n * v.c * v.s;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = v.template channel_of<I>(i);
-    y[i] = kernels::batch_norm_output<E>(
-        x[i], scale[c], shift[c], E == BnEpilogue::AddRelu ? residual[i] : T(0));
+    const T r = E == BnEpilogue::AddRelu ? residual[i] : T(0);
+    if constexpr (std::is_same_v<BnParam<T>, T>)
+      y[i] = kernels::batch_norm_output<E>(x[i], scale[c], shift[c], r);
+    else  // Note [Batch norm on 16-bit inputs]
+      y[i] = kernels::batch_norm_output_16<E>(x[i], scale[c], shift[c], r);
   }
 }
 
@@ -256,6 +262,7 @@ unsigned channel_blocks(int64_t channels) { return unsigned((channels + kThreads
 
 template <class T, class I>
 void batch_norm_forward(const BatchNormArgs& a) {
+  using P = BnParam<T>;
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
   const int64_t splits = a.training ? splits_for(v.cl ? channel_tiles(a.c) : a.c, a.n * a.s) : 1;
@@ -274,19 +281,19 @@ void batch_norm_forward(const BatchNormArgs& a) {
             ptr<T>(a.input), v, splits, ptr<double>(partial));
     IGNIS_CUDA_CHECK_LAUNCH("batch_norm");
   }
-  Tensor coef = ignis::detail::make_tensor({2 * a.c}, a.input.dtype(), a.input.device());
-  T* scale = ptr<T>(coef);
-  batch_norm_finish_stats<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
+  Tensor coef = ignis::detail::make_tensor({2 * a.c}, CppTypeToDType<P>::value, a.input.device());
+  P* scale = ptr<P>(coef);
+  batch_norm_finish_stats<P><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
       ptr<double>(partial),
       a.c,
       splits,
       a.training,
-      ptr<T>(a.save_mean),
-      ptr<T>(a.save_invstd),
-      ptr<T>(a.running_mean),
-      ptr<T>(a.running_var),
-      ptr<T>(a.weight),
-      ptr<T>(a.bias),
+      ptr<P>(a.save_mean),
+      ptr<P>(a.save_invstd),
+      ptr<P>(a.running_mean),
+      ptr<P>(a.running_var),
+      ptr<P>(a.weight),
+      ptr<P>(a.bias),
       a.momentum,
       a.eps,
       scale,
@@ -306,8 +313,8 @@ __global__ void batch_norm_partial_grads(
     const T* __restrict__ g,
     const T* __restrict__ y,
     ChannelView v,
-    const T* mean,
-    const T* invstd,
+    const BnParam<T>* mean,
+    const BnParam<T>* invstd,
     int64_t splits,
     double* __restrict__ partial) {
   const int64_t c = blockIdx.x, b = blockIdx.y;
@@ -366,8 +373,8 @@ __global__ void batch_norm_grad_apply(
     T* __restrict__ gi,
     T* __restrict__ gr,
     ChannelView v,
-    const T* mean,
-    const T* invstd,
+    const BnParam<T>* mean,
+    const BnParam<T>* invstd,
     const double* __restrict__ coef) {
   const int64_t total = v.n * v.c * v.s;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
@@ -383,6 +390,7 @@ __global__ void batch_norm_grad_apply(
 
 template <class T, class I>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
+  using P = BnParam<T>;
   LaunchOn on(a.input.device());
   const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
   const int64_t count = a.n * a.s, splits = splits_for(v.cl ? channel_tiles(a.c) : a.c, count);
@@ -399,8 +407,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
               ptr<T>(a.grad_out),
               ptr<T>(a.output),
               v,
-              ptr<T>(a.save_mean),
-              ptr<T>(a.save_invstd),
+              ptr<P>(a.save_mean),
+              ptr<P>(a.save_invstd),
               splits,
               ptr<double>(partial));
     else
@@ -410,22 +418,22 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
               ptr<T>(a.grad_out),
               ptr<T>(a.output),
               v,
-              ptr<T>(a.save_mean),
-              ptr<T>(a.save_invstd),
+              ptr<P>(a.save_mean),
+              ptr<P>(a.save_invstd),
               splits,
               ptr<double>(partial));
   });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
-  batch_norm_finish_grads<T><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
+  batch_norm_finish_grads<P><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
       ptr<double>(partial),
       a.c,
       splits,
       count,
-      ptr<T>(a.save_invstd),
-      ptr<T>(a.weight),
+      ptr<P>(a.save_invstd),
+      ptr<P>(a.weight),
       a.training,
-      ptr<T>(a.grad_weight),
-      ptr<T>(a.grad_bias),
+      ptr<P>(a.grad_weight),
+      ptr<P>(a.grad_bias),
       ptr<double>(coef));
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
   with_epilogue(a.epilogue, [&]<BnEpilogue E>() {
@@ -436,8 +444,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
         ptr<T>(a.grad_input),
         ptr<T>(a.grad_residual),
         v,
-        ptr<T>(a.save_mean),
-        ptr<T>(a.save_invstd),
+        ptr<P>(a.save_mean),
+        ptr<P>(a.save_invstd),
         ptr<double>(coef));
   });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
@@ -751,13 +759,13 @@ void register_nn() {
   using namespace ignis::detail;
   batch_norm_forward_kernel.set(DeviceType::CUDA, [](const BatchNormArgs& a) {
     if (a.c == 0) return;
-    visit_float_or_double(a.input.dtype(), [&]<class T>() {
+    visit_batch_norm_input(a.input.dtype(), [&]<class T>() {
       with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_forward<T, I>(a); });
     });
   });
   batch_norm_backward_kernel.set(DeviceType::CUDA, [](const BatchNormBackwardArgs& a) {
     if (a.c == 0) return;
-    visit_float_or_double(a.input.dtype(), [&]<class T>() {
+    visit_batch_norm_input(a.input.dtype(), [&]<class T>() {
       with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_backward<T, I>(a); });
     });
   });

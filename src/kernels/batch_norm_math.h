@@ -1,12 +1,21 @@
 // The per-element arithmetic of batch norm and of its fused epilogues (ReLU, residual add +
-// ReLU), shared by the CPU loops (src/cpu/batch_norm.cpp) and the CUDA kernels
+// ReLU), shared by the CPU loops (src/cpu/norm.cpp) and the CUDA kernels
 // (src/cuda/nn.cu) so both devices round the same values in the same order. The statistics
 // reductions are the devices' own; src/ops/nn_kernels.h states the slots' contract.
+// Note [Batch norm on 16-bit inputs]: a bf16 or float16 input (as autocast leaves a
+// convolution's output) keeps its dtype: the output, the saved tensors and grad_input are
+// 16-bit, while weight, bias, the running and saved statistics and the parameter gradients
+// are float32 (BnParam), and every sum is taken in double as for float32 inputs.
 #pragma once
 
 #include "kernels/host_device.h"
 
 namespace ignis::kernels {
+
+/// The dtype of a batch norm's parameters and statistics for input storage type T: float for
+/// the 16-bit floats (Note [Batch norm on 16-bit inputs]), T itself otherwise.
+template <class T>
+using BnParam = opmath_t<T>;
 
 /// What a batch-norm pass does after normalising, without another pass over memory.
 enum class BnEpilogue : uint8_t {
@@ -15,15 +24,31 @@ enum class BnEpilogue : uint8_t {
   AddRelu,  // y = relu(x * scale + shift + residual)
 };
 
-/// One output element. scale = weight * invstd and shift = bias - mean * scale are folded per
-/// channel; each step rounds to T as batch_norm, add and relu do one after the other, so the
-/// fused op gives the unfused composition's values. ReLU lets NaN through, as relu does.
+/// The epilogue applied to a normalised value y: the residual added (AddRelu), then ReLU,
+/// which lets NaN through as relu does.
 template <BnEpilogue E, class T>
-IGNIS_HOST_DEVICE T batch_norm_output(T x, T scale, T shift, T residual) {
-  T y = x * scale + shift;
+IGNIS_HOST_DEVICE T batch_norm_epilogue(T y, T residual) {
   if constexpr (E == BnEpilogue::AddRelu) y = y + residual;
   if constexpr (E != BnEpilogue::None) y = (y > T(0) || is_nan(y)) ? y : T(0);
   return y;
+}
+
+/// One output element. scale = weight * invstd and shift = bias - mean * scale are folded per
+/// channel; each step rounds to T as batch_norm, add and relu do one after the other, so the
+/// fused op gives the unfused composition's values.
+template <BnEpilogue E, class T>
+IGNIS_HOST_DEVICE T batch_norm_output(T x, T scale, T shift, T residual) {
+  return batch_norm_epilogue<E>(x * scale + shift, residual);
+}
+
+/// One output element of a 16-bit input S (bf16, float16) with float32 parameters: computed
+/// in float and rounded to S once, except that with a residual the normalised value is first
+/// rounded to S, where the unfused batch_norm would have rounded it before add.
+template <BnEpilogue E, class S>
+IGNIS_HOST_DEVICE S batch_norm_output_16(S x, float scale, float shift, S residual) {
+  float y = float(x) * scale + shift;
+  if constexpr (E == BnEpilogue::AddRelu) y = float(S(y));
+  return S(batch_norm_epilogue<E>(y, float(residual)));
 }
 
 /// The output gradient g carried back through the epilogue's ReLU: g where the saved output

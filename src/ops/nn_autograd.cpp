@@ -95,14 +95,9 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
-  // Running statistics are updated in place, so they are never cast (a copy would lose the
-  // update): batch norm goes to float32 under autocast only when they are float32 or absent.
-  const bool stats_fp32 = !running_mean.defined() || running_mean.dtype() == kFloat32;
-  if (stats_fp32 && autocast_pending()) {  // Note [Autocast applies once]
-    AutocastApplied once;
-    return batch_norm(autocast_fp32(input), running_mean, running_var, autocast_fp32(weight),
-                      autocast_fp32(bias), training, momentum, eps);
-  }
+  // Not on an autocast list, as in PyTorch: a bf16/float16 input is normalised in its own
+  // dtype with float32 parameters and statistics (Note [Batch norm on 16-bit inputs]), so a
+  // convolution's 16-bit output reaches the next convolution without two casts.
   NormResult r;
   {
     // Running statistics are updated in place without recording (they are buffers).
@@ -122,15 +117,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, bool training, double momentum,
                        double eps, const Tensor& residual) {
-  // The autocast rule of batch_norm; the residual goes to float32 with the normalised values,
-  // which is the dtype add would promote the two to.
-  const bool stats_fp32 = !running_mean.defined() || running_mean.dtype() == kFloat32;
-  if (stats_fp32 && autocast_pending()) {  // Note [Autocast applies once]
-    AutocastApplied once;
-    return batch_norm_relu(autocast_fp32(input), running_mean, running_var, autocast_fp32(weight),
-                           autocast_fp32(bias), training, momentum, eps, autocast_fp32(residual));
-  }
-  // Mixed dtypes promote in add; the kernels take one dtype, so such a call composes the ops.
+  // Not on an autocast list, as batch_norm. Mixed input and residual dtypes promote in add;
+  // the kernels take one dtype for both, so such a call composes the ops.
   if (residual.defined() && input.defined() && residual.dtype() != input.dtype())
     return relu(add(batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                                eps),

@@ -75,6 +75,22 @@ inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_input)>
 // writes relu(y [+ residual]) as the only output, and backward masks grad_out by the sign of
 // that saved output inside its reductions and its input-gradient pass.
 
+// Note [Batch norm on 16-bit inputs] (src/kernels/batch_norm_math.h): the input, output,
+// residual, grad_out, grad_input and grad_residual have the input's dtype (float32, float64,
+// bfloat16 or float16); weight, bias, running and saved statistics and grad_weight/grad_bias
+// have kernels::BnParam's (float32 for the 16-bit inputs, the input's otherwise).
+
+/// f.template operator()<T>() for the storage type T of a batch norm's input.
+template <class F>
+void visit_batch_norm_input(DType t, const F& f) {
+  switch (t) {
+    case DType::Float64: return f.template operator()<double>();
+    case DType::BFloat16: return f.template operator()<BFloat16>();
+    case DType::Float16: return f.template operator()<Half>();
+    default: return f.template operator()<float>();
+  }
+}
+
 struct BatchNormArgs {
   Tensor input, output, weight, bias, running_mean, running_var, save_mean, save_invstd;
   Tensor residual;  // AddRelu only: the input's shape, dtype and layout

@@ -28,6 +28,21 @@ void write_back(const Tensor& target, const Tensor& computed) {
   if (target.defined() && target.impl() != computed.impl()) Tensor(target).copy_(computed);
 }
 
+/// Batch norm's weight and bias have the input's dtype or `param`, the dtype the kernels read
+/// them in (float32 for a 16-bit input: Note [Batch norm on 16-bit inputs]).
+void check_bn_param_dtype(const char* op, const Tensor& input, DType param,
+                          std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
+  for (const auto& [name, t] : ts) {
+    if (!t->defined()) continue;
+    IGNIS_CHECK(t->dtype() == input.dtype() || t->dtype() == param, DTypeError,
+                "[{}] expected {} to have the input's dtype {} or {}, got {}", op, name,
+                dtype_name(input.dtype()), dtype_name(param), dtype_name(t->dtype()));
+    IGNIS_CHECK(t->device() == input.device(), DeviceError,
+                "[{}] expected {} on the input's device {}, got {}", op, name,
+                input.device().str(), t->device().str());
+  }
+}
+
 Tensor grad_in_layout(const char* op, const Tensor& grad_out, const Tensor& input, DType cd,
                       bool cl) {
   IGNIS_CHECK(grad_out.defined() && grad_out.sizes() == input.sizes(), ShapeError,
@@ -47,14 +62,16 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
   const char* op = epilogue == BnEpilogue::None   ? "batch_norm"
                    : epilogue == BnEpilogue::Relu ? "batch_norm_relu"
                                                   : "batch_norm_add_relu";
-  check_same_dtype_device(op, input, {{"weight", &weight}, {"bias", &bias}, {"residual", &residual}});
+  check_same_dtype_device(op, input, {{"residual", &residual}});
   IGNIS_CHECK(residual.defined() == (epilogue == BnEpilogue::AddRelu), ValueError,
               "[{}] a residual is given exactly when the epilogue adds one", op);
   if (residual.defined())
     IGNIS_CHECK(residual.sizes() == input.sizes(), ShapeError,
                 "[{}] expected a residual of the input's shape {}, got {}", op,
                 shape_str(input.sizes()), shape_str(residual.sizes()));
-  const DType cd = nn_compute_dtype(op, input.dtype());
+  // The kernels take 16-bit inputs as they are, with float32 parameters and statistics.
+  const DType pd = nn_compute_dtype(op, input.dtype()), cd = input.dtype();
+  check_bn_param_dtype(op, input, pd, {{"weight", &weight}, {"bias", &bias}});
   IGNIS_CHECK(input.dim() >= 2, ShapeError, "[{}] expected an input [N, C, ...] with at least 2 "
               "dimensions, got shape {}", op, shape_str(input.sizes()));
   const int64_t C = input.size(1);
@@ -76,28 +93,28 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
   BatchNormArgs a;
   a.input = to_layout(input, cd, cl);
   a.output = empty_in_layout(input.sizes(), cd, input.device(), cl);
-  a.weight = maybe_contiguous(weight, cd);
-  a.bias = maybe_contiguous(bias, cd);
+  a.weight = maybe_contiguous(weight, pd);
+  a.bias = maybe_contiguous(bias, pd);
   if (residual.defined()) a.residual = to_layout(residual, cd, cl);
   a.epilogue = epilogue;
   a.n = N, a.c = C, a.s = S;
   a.training = training, a.momentum = momentum, a.eps = eps;
   if (training) {
-    a.running_mean = maybe_contiguous(running_mean, cd);
-    a.running_var = maybe_contiguous(running_var, cd);
-    a.save_mean = make_tensor({C}, cd, input.device());
-    a.save_invstd = make_tensor({C}, cd, input.device());
+    a.running_mean = maybe_contiguous(running_mean, pd);
+    a.running_var = maybe_contiguous(running_var, pd);
+    a.save_mean = make_tensor({C}, pd, input.device());
+    a.save_invstd = make_tensor({C}, pd, input.device());
   } else {
     // Eval: the running statistics are the (constant) statistics.
-    a.save_mean = running_mean.to(cd, /*copy=*/true).contiguous();
-    a.save_invstd = rsqrt(running_var.to(cd) + eps).contiguous();
+    a.save_mean = running_mean.to(pd, /*copy=*/true).contiguous();
+    a.save_invstd = rsqrt(running_var.to(pd) + eps).contiguous();
   }
   if (input.numel() > 0) batch_norm_forward_kernel.get(input.device())(a);
   if (training) {
     write_back(running_mean, a.running_mean);
     write_back(running_var, a.running_var);
   }
-  return {a.output.to(input.dtype()), a.save_mean, a.save_invstd};
+  return {a.output, a.save_mean, a.save_invstd};
 }
 
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
@@ -108,7 +125,8 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
               "[{}] the ReLU epilogue needs the forward's output", op);
   IGNIS_CHECK(!want_residual || epilogue == BnEpilogue::AddRelu, ValueError,
               "[{}] a residual gradient needs the AddRelu epilogue", op);
-  const DType cd = nn_compute_dtype(op, input.dtype());
+  const DType pd = nn_compute_dtype(op, input.dtype()), cd = input.dtype();
+  check_bn_param_dtype(op, input, pd, {{"weight", &weight}});
   IGNIS_CHECK(input.dim() >= 2, ShapeError, "[{}] expected an input [N, C, ...], got shape {}",
               op, shape_str(input.sizes()));
   const int64_t C = input.size(1);
@@ -121,12 +139,12 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
   BatchNormBackwardArgs a;
   a.grad_out = grad_in_layout(op, grad_out, input, cd, cl);
   a.input = to_layout(input, cd, cl);
-  a.weight = maybe_contiguous(weight, cd);
-  a.save_mean = maybe_contiguous(save_mean, cd);
-  a.save_invstd = maybe_contiguous(save_invstd, cd);
+  a.weight = maybe_contiguous(weight, pd);
+  a.save_mean = maybe_contiguous(save_mean, pd);
+  a.save_invstd = maybe_contiguous(save_invstd, pd);
   a.grad_input = empty_in_layout(input.sizes(), cd, input.device(), cl);
-  a.grad_weight = make_tensor({C}, cd, input.device());
-  a.grad_bias = make_tensor({C}, cd, input.device());
+  a.grad_weight = make_tensor({C}, pd, input.device());
+  a.grad_bias = make_tensor({C}, pd, input.device());
   if (epilogue != BnEpilogue::None) {
     IGNIS_CHECK(output.sizes() == input.sizes(), ShapeError,
                 "[{}] expected the forward's output of the input's shape {}, got {}", op,
@@ -143,9 +161,9 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
     a.grad_weight.zero_();
     a.grad_bias.zero_();
   }
-  NormGrads r{a.grad_input.to(input.dtype()), Tensor(), Tensor(), Tensor()};
+  NormGrads r{a.grad_input, Tensor(), Tensor(), Tensor()};
   if (weight.defined()) r.weight = a.grad_weight.to(weight.dtype()), r.bias = a.grad_bias.to(weight.dtype());
-  if (want_residual) r.residual = a.grad_residual.to(input.dtype());
+  if (want_residual) r.residual = a.grad_residual;
   return r;
 }
 

@@ -88,8 +88,7 @@ TEST(Autocast, Float32Ops) {
         F::smooth_l1_loss(xb, pos),
         F::binary_cross_entropy_with_logits(xb, sigmoid(pos)),
         layer_norm(xb, {5}, Tensor(), Tensor()),
-        group_norm(xb.view({4, 5, 1}), 1),
-        batch_norm(xb, Tensor(), Tensor(), ones({5}), zeros({5}), true)})
+        group_norm(xb.view({4, 5, 1}), 1)})
     EXPECT_EQ(r.dtype(), kFloat32)
         << "an op of the float32 list returned " << dtype_name(r.dtype());
 }
@@ -102,6 +101,12 @@ TEST(Autocast, OtherOpsKeepOrWidenTheirInputs) {
   EXPECT_EQ(add(xb, x).dtype(), kFloat32);  // the widest input
   EXPECT_EQ(cat({xb, x}, 0).dtype(), kFloat32);
   EXPECT_EQ(max_pool2d(xb.view({1, 1, 4, 5}), {.kernel_size = {2, 2}}).dtype(), kBFloat16);
+  // Batch norm runs in its input's dtype with float32 parameters, as in PyTorch.
+  EXPECT_EQ(batch_norm(xb, Tensor(), Tensor(), ones({5}), zeros({5}), true).dtype(), kBFloat16);
+  EXPECT_EQ(batch_norm(x, Tensor(), Tensor(), ones({5}), zeros({5}), true).dtype(), kFloat32);
+  EXPECT_EQ(batch_norm_relu(xb, Tensor(), Tensor(), ones({5}), zeros({5}), true, 0.1, 1e-5, xb)
+                .dtype(),
+            kBFloat16);
   // In-place ops are never cast.
   Tensor y = xb.clone();
   y.exp_();
@@ -257,7 +262,8 @@ TEST(Autocast, BatchNormUpdatesItsRunningStatisticsInPlace) {
       amp::autocast ac(kBFloat16);
       y = batch_norm(x, rm, rv, ones({3}, stats), zeros({3}, stats), true);
     }
-    EXPECT_EQ(y.dtype(), stats == kFloat32 ? kFloat32 : kBFloat16);
+    EXPECT_EQ(y.dtype(), kBFloat16);  // the input's dtype, whatever the statistics'
+    EXPECT_EQ(rm.dtype(), stats);
     Vec want_m, want_v;
     for (int c = 0; c < 3; ++c) {
       want_m.push_back(0.1 * mean[size_t(c)]);

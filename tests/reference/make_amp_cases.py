@@ -9,7 +9,9 @@ PyTorch 1.13's CPU lists agree with the CUDA lists Ignis follows on every device
 differ (softmax, log_softmax, sum, exp, log, pow, layer_norm: float32 on CUDA, bf16 on the CPU;
 conv_transpose2d: bf16 on CUDA, float32 on the CPU) the CUDA behaviour is computed explicitly
 (the op on the input cast to float32, or in float32 on bf16-rounded inputs, rounded once), and
-the case name says so with a "cuda_list/" prefix. Also the float32 gradients of a linear layer trained under autocast.
+the case name says so with a "cuda_list/" prefix. Also the float32 gradients of a linear layer trained under autocast,
+and a conv -> batch_norm (training, float32 parameters and running statistics) -> relu chain
+with its activations, gradients and running statistics, in NCHW and channels-last.
 """
 import argparse
 import json
@@ -42,6 +44,24 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def conv_bn_relu(i, out, prefix, fmt):
+    """conv2d -> batch_norm -> relu under autocast, then sum((y * up).float()).backward()."""
+    x = i["img"].detach().contiguous(memory_format=fmt).clone(memory_format=fmt).requires_grad_()
+    w = i["cw"].clone().requires_grad_()
+    bn_w = i["bn_w"].clone().requires_grad_()
+    bn_b = i["bn_b"].clone().requires_grad_()
+    rm, rv = i["bn_rm"].clone(), i["bn_rv"].clone()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = F.conv2d(x, w, None, padding=1)
+        h.retain_grad()
+        y = F.relu(F.batch_norm(h, rm, rv, bn_w, bn_b, training=True, momentum=0.1, eps=1e-5))
+        (y * i["bn_up"]).float().sum().backward()
+    for name, t in (("conv", h), ("y", y), ("grad_conv", h.grad), ("grad_x", x.grad),
+                    ("grad_w", w.grad), ("grad_bn_w", bn_w.grad), ("grad_bn_b", bn_b.grad),
+                    ("running_mean", rm), ("running_var", rv)):
+        out[prefix + name] = t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -53,6 +73,8 @@ def main():
         "img": r(2, 3, 9, 9), "cw": r(6, 3, 3, 3), "cb": r(6), "tw": r(3, 4, 3, 3),
         "logits": r(16, 7).bfloat16(), "target": torch.randint(0, 7, (16,), generator=g),
         "y": r(16, 7).bfloat16(), "pos": (r(16, 7).abs() + 0.5).bfloat16(),
+        "bn_w": r(6).abs() + 0.5, "bn_b": r(6), "bn_rm": r(6) * 0.1, "bn_rv": r(6).abs() + 0.5,
+        "bn_up": r(2, 6, 9, 9).bfloat16(),
     }
     i = inp
     out = {}
@@ -86,6 +108,8 @@ def main():
     out["grad/loss"] = loss
     out["grad/w"] = w.grad
     out["grad/b"] = b.grad
+    for layout, fmt in (("nchw", torch.contiguous_format), ("cl", torch.channels_last)):
+        conv_bn_relu(i, out, f"grad/conv_bn_relu_{layout}/", fmt)
     f = lambda t: t.float()
     out["cuda_list/softmax"] = torch.softmax(f(i["logits"]), 1)
     out["cuda_list/log_softmax"] = torch.log_softmax(f(i["logits"]), 1)

@@ -133,5 +133,45 @@ TEST(AmpReference, GradientsOfALinearLayer) {
   expect_matches("grad/b", b.grad().to(kBFloat16), out.at("out/grad/b").to(kBFloat16));
 }
 
+TEST(AmpReference, ConvBatchNormReluChain) {
+  // Batch norm is on no autocast list: the conv's bf16 output is normalised in bf16 with the
+  // float32 parameters and running statistics, and the chain's activations and gradients
+  // have PyTorch's dtypes and values, composed or fused (batch_norm_relu), in both layouts.
+  const std::map<std::string, Tensor> in = inputs();
+  const auto& out = cases().tensors;
+  for (const std::string layout : {"nchw", "cl"})
+    for (bool fused : {false, true}) {
+      const std::string prefix = "out/grad/conv_bn_relu_" + layout + "/";
+      SCOPED_TRACE(prefix + (fused ? " fused" : " composed"));
+      Tensor x = in.at("img").clone();
+      if (layout == "cl") x = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+      x.requires_grad_();
+      Tensor w = in.at("cw").clone().requires_grad_();
+      Tensor bn_w = in.at("bn_w").clone().requires_grad_(), bn_b = in.at("bn_b").clone().requires_grad_();
+      Tensor rm = in.at("bn_rm").clone(), rv = in.at("bn_rv").clone();
+      Tensor h, y;
+      {
+        amp::autocast ac(kBFloat16);
+        h = conv2d(x, w, Tensor(), {.padding = {1, 1}});
+        h.retain_grad();
+        y = fused ? batch_norm_relu(h, rm, rv, bn_w, bn_b, true, 0.1, 1e-5)
+                  : relu(batch_norm(h, rm, rv, bn_w, bn_b, true, 0.1, 1e-5));
+        sum((y * in.at("bn_up")).to(kFloat32)).backward();
+      }
+      expect_matches("conv", h, out.at(prefix + "conv"));
+      expect_matches("y", y, out.at(prefix + "y"));
+      expect_matches("grad_conv", h.grad(), out.at(prefix + "grad_conv"));
+      expect_matches("running_mean", rm, out.at(prefix + "running_mean"));
+      expect_matches("running_var", rv, out.at(prefix + "running_var"));
+      // float32 gradients of bf16 computations: compared at bf16's precision.
+      for (const auto& [name, t] : {std::pair{"grad_x", x.grad()}, std::pair{"grad_w", w.grad()},
+                                    std::pair{"grad_bn_w", bn_w.grad()},
+                                    std::pair{"grad_bn_b", bn_b.grad()}}) {
+        EXPECT_EQ(t.dtype(), kFloat32) << name;
+        expect_matches(name, t.to(kBFloat16), out.at(prefix + name).to(kBFloat16));
+      }
+    }
+}
+
 }  // namespace
 }  // namespace ignis
