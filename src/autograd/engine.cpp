@@ -102,21 +102,25 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
   }
   auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)> ready(cmp);
-  auto buffer_of = [&](const std::shared_ptr<Node>& fn) -> std::vector<Tensor>& {
+  // The state of a node about to receive a gradient: its buffer sized, the node kept alive.
+  auto receiving = [&](const std::shared_ptr<Node>& fn) -> NodeState& {
     NodeState& st = states[fn.get()];
     if (st.buffer.empty()) st.buffer.resize(fn->num_outputs);
     if (!st.alive) st.alive = fn;
-    return st.buffer;
+    return st;
   };
   for (size_t i = 0; i < roots.size(); ++i) {
     if (!roots[i].valid()) continue;
-    add_into(buffer_of(roots[i].fn)[roots[i].input_nr], root_grads[i]);
+    add_into(receiving(roots[i].fn).buffer[roots[i].input_nr], root_grads[i]);
   }
-  for (const Edge& e : roots)
-    if (e.valid() && states[e.fn.get()].deps == 0) {
-      states[e.fn.get()].deps = -1;  // queued once
+  for (const Edge& e : roots) {
+    if (!e.valid()) continue;
+    int& deps = states[e.fn.get()].deps;
+    if (deps == 0) {
+      deps = -1;  // queued once
       ready.push(e.fn.get());
     }
+  }
 
   GradModeScope mode(task.create_graph);
   // Backward formulas run in the dtypes their forward ops saved, even when backward() is
@@ -140,11 +144,10 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.valid()) continue;
-      std::vector<Tensor>& buffer = buffer_of(e.fn);
-      if (i < in_grads.size()) add_into(buffer[e.input_nr], in_grads[i]);
-      int& deps = states[e.fn.get()].deps;
-      if (--deps == 0) {
-        deps = -1;
+      NodeState& st = receiving(e.fn);
+      if (i < in_grads.size()) add_into(st.buffer[e.input_nr], in_grads[i]);
+      if (--st.deps == 0) {
+        st.deps = -1;
         ready.push(e.fn.get());
       }
     }
