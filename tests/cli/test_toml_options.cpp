@@ -1,6 +1,7 @@
 // The flat-TOML reader of `ignis train --config FILE.toml` against values TOML 1.0 defines
-// (each checked against Python's tomllib when the case was written), and each refusal with
-// its line: the TOML it does not accept and the valid TOML that is not a set of options.
+// (the accepted document and a sample of the refusals were checked against Python's tomllib
+// when written), and each refusal with its line: the TOML it does not accept and the valid
+// TOML that is not a set of options.
 #include <gtest/gtest.h>
 
 #include <cmath>
