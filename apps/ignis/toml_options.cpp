@@ -107,9 +107,6 @@ class Reader {
   }
 
   char peek(size_t ahead = 0) const { return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0'; }
-  bool starts_with(const char* word) const {
-    return s_.compare(i_, std::char_traits<char>::length(word), word) == 0;
-  }
 
   /// What stands at the read position, for messages: "found 'x'", "found U+0407", "found the
   /// end of the line".
