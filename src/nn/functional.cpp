@@ -9,7 +9,6 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
-#include "ops/elementwise_grad.h"
 #include "ops/linear_act_kernels.h"
 #include "ops/nn_ops.h"
 
@@ -128,7 +127,6 @@ std::pair<Tensor, Tensor> relu_masked_weight_grad(const Tensor& g, const Tensor&
   a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
   a.dw = dw.data_ptr();
   a.dbias = want_bias ? db.data_ptr() : nullptr;
-  a.device = y.device();
   if (a.m == 0 || a.n == 0 || a.k == 0 || !detail::relu_mask_weight_grad_kernel.get(g.device())(a))
     return {};
   return {dw, db};
@@ -169,34 +167,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o,
               Activation act) {
-  if (act == Activation::None) return ignis::conv2d(x, weight, bias, o);
-  if (detail::autocast_pending()) {  // Note [Autocast applies once]
-    detail::AutocastApplied once;
-    return conv2d(detail::autocast_low(x), detail::autocast_low(weight),
-                  detail::autocast_low(bias), o, act);
-  }
-  const detail::Conv2dParams p = detail::conv2d_params(o, weight);
-  Tensor out;
-  {
-    NoGradGuard plain;
-    out = detail::conv2d_forward(x, weight, bias, p, /*relu=*/true);
-  }
-  if (detail::needs_grad({&x, &weight, &bias})) {
-    const detail::ConvNeed need{x.requires_grad(), weight.requires_grad(),
-                                bias.defined() && bias.requires_grad()};
-    // The ReLU mask comes from the saved output, as for linear + ReLU.
-    detail::record(
-        "conv2d_relu",
-        {out},
-        {x, weight, bias},
-        {detail::save(x), detail::save(weight), detail::save_output(out)},
-        [p, need](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
-          const detail::ConvGrads r =
-              detail::conv2d_backward(detail::relu_backward(g[0], s[2]), s[0], s[1], p, need);
-          return std::vector<Tensor>{r.input, r.weight, r.bias};
-        });
-  }
-  return out;
+  return detail::conv2d_node(x, weight, bias, o, act == Activation::ReLU);
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {

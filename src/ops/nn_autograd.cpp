@@ -6,6 +6,7 @@
 #include "autograd/record.h"
 #include "ignis/nn_ops.h"
 #include "ignis/ops.h"
+#include "ops/elementwise_grad.h"
 #include "ops/nn_ops.h"
 
 namespace ignis {
@@ -17,23 +18,33 @@ namespace {
 bool wants(const Tensor& t) { return t.defined() && t.requires_grad(); }
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& o) {
+namespace detail {
+Tensor conv2d_node(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& o, bool relu) {
   if (autocast_pending()) {  // Note [Autocast applies once]
     AutocastApplied once;
-    return conv2d(autocast_low(input), autocast_low(weight), autocast_low(bias), o);
+    return conv2d_node(autocast_low(input), autocast_low(weight), autocast_low(bias), o, relu);
   }
   const Conv2dParams p = conv2d_params(o, weight);
-  Tensor out = conv2d_forward(input, weight, bias, p);
+  Tensor out = conv2d_forward(input, weight, bias, p, relu);
   if (needs_grad({&input, &weight, &bias})) {
     const ConvNeed need{wants(input), wants(weight), wants(bias)};
-    record("conv2d", {out}, {input, weight, bias}, {save(input), save(weight)},
-           [p, need](const Grads& g, const Grads& s) {
-             ConvGrads r = conv2d_backward(g[0], s[0], s[1], p, need);
+    // With the ReLU, its mask comes from the saved output (as for linear + ReLU).
+    record(relu ? "conv2d_relu" : "conv2d", {out}, {input, weight, bias},
+           {save(input), save(weight), relu ? save_output(out) : SaveSpec{}},
+           [p, need, relu](const Grads& g, const Grads& s) {
+             const Tensor go = relu ? relu_backward(g[0], s[2]) : g[0];
+             ConvGrads r = conv2d_backward(go, s[0], s[1], p, need);
              return Grads{r.input, r.weight, r.bias};
            });
   }
   return out;
+}
+}  // namespace detail
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& o) {
+  return detail::conv2d_node(input, weight, bias, o, /*relu=*/false);
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -57,6 +57,10 @@ struct ConvGrads {
 /// CPU), else the convolution followed by an in-place ReLU.
 Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
                       const Conv2dParams& p, bool relu = false);
+/// conv2d as a graph node, with relu: relu(conv2d) as one node whose backward masks by the
+/// saved output (ignis::conv2d and nn::functional::conv2d with Activation::ReLU).
+Tensor conv2d_node(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& o, bool relu);
 /// Gradients of conv2d_forward for grad_out [N, O, Ho, Wo].
 ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                           const Conv2dParams& p, ConvNeed need = {});
