@@ -54,7 +54,6 @@ struct ReluMaskWeightGrad {
   int64_t x_rs = 0, x_cs = 0;
   void* dw = nullptr;
   void* dbias = nullptr;
-  Device device;  // of every operand
 };
 /// Returns false when the kernel does not take this shape or dtype (the caller then masks and
 /// multiplies separately).

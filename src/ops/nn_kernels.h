@@ -2,8 +2,10 @@
 // checked every argument, allocated the outputs (in the input's layout: NCHW-contiguous or
 // channels-last for 4-D tensors, contiguous otherwise) and converted half/bfloat16 to float32;
 // kernels see float32 or float64 only, except convolutions, which also see bfloat16 (and
-// float16 on CUDA) where the backend computes in it (src/ops/conv.cpp, prepare). Gradient outputs of *_backward kernels are freshly
-// allocated and uninitialised unless said otherwise.
+// float16 on CUDA) where the backend computes in it (src/ops/conv.cpp, prepare), and batch
+// norm, which takes bfloat16/float16 activations with float32 parameters (Note [Batch norm on
+// 16-bit inputs]). Gradient outputs of *_backward kernels are freshly allocated and
+// uninitialised unless said otherwise.
 #pragma once
 
 #include "core/dispatch.h"
