@@ -4,7 +4,6 @@
 // compiled without FMA contraction and cpu/random.cpp with -ffp-contract=off
 // (Note [Bit-identical random streams] in src/CMakeLists.txt). A thread computes one block
 // and stores its K values.
-#include "core/graph_capture.h"
 #include "cuda/launch.cuh"
 #include "kernels/convert.h"
 #include "kernels/philox.h"
@@ -123,9 +122,6 @@ void random_fill_typed(const ElementwisePlan& p, const RandomFillArgs& a) {
 }
 
 void random_fill_kernel(const ElementwisePlan& p, const RandomFillArgs& a) {
-  // The (seed, offset) pair is a launch argument: a replay would repeat the same numbers.
-  ignis::detail::refuse_during_capture(
-      "random", "draws random numbers whose Philox offset is fixed at capture");
   if (p.numel == 0) return;
   visit_dtype(p.dtypes[0], [&]<class T>() { random_fill_typed<T>(p, a); });
 }

@@ -32,6 +32,7 @@
 #include <limits>
 #include <mutex>
 
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 #include "kernels/philox.h"
@@ -56,8 +57,12 @@ struct Reservation {
   uint64_t seed, offset;
 };
 
-/// Reserves `blocks` Philox blocks from gen, or from the default generator under its mutex.
-Reservation reserve(Generator* gen, uint64_t blocks) {
+/// Reserves `blocks` Philox blocks from gen, or from the default generator under its mutex,
+/// for op's kernel on `device`. The (seed, offset) pair becomes a launch argument, so a device
+/// op refuses a CUDA graph capture: every replay would repeat the same numbers.
+Reservation reserve(Generator* gen, uint64_t blocks, Device device, const char* op) {
+  if (!device.is_cpu())
+    refuse_during_capture(op, "draws random numbers whose Philox offset is fixed at capture");
   Generator& def = default_generator();
   if (gen == nullptr || gen == &def) {
     std::lock_guard<std::mutex> lock(default_generator_mutex());
@@ -71,9 +76,11 @@ void random_fill(Tensor& out, RandomFillArgs args, Generator* gen, const char* o
                  const Tensor* p = nullptr) {
   check_writable_layout(out, op);
   if (out.numel() == 0) return;
-  const Reservation r = reserve(gen, kernels::philox::blocks_for(
-                                          uint64_t(out.numel()),
-                                          random_values_per_block(args.dist, out.dtype())));
+  const Reservation r = reserve(gen,
+                                kernels::philox::blocks_for(
+                                    uint64_t(out.numel()),
+                                    random_values_per_block(args.dist, out.dtype())),
+                                out.device(), "random");
   args.seed = r.seed;
   args.offset = r.offset;
   const ElementwisePlan plan = p ? make_plan({&out, p}, op) : make_plan({&out}, op);
@@ -199,7 +206,8 @@ Tensor randperm(int64_t n, TensorOptions opts, Generator* gen) {
   Tensor out = empty({n}, TensorOptions(t, device));
   if (n == 0) return out;
   const Reservation r =
-      reserve(gen, kernels::philox::blocks_for(uint64_t(n), kernels::philox::PermKey::kPerBlock));
+      reserve(gen, kernels::philox::blocks_for(uint64_t(n), kernels::philox::PermKey::kPerBlock),
+              device, "randperm");
   randperm_kernel.get(device)(out, r.seed, r.offset);
   return out;
 }
