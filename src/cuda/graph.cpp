@@ -129,10 +129,9 @@ void Graph::replay() {
 void Graph::reset() noexcept {
   if (!impl_) return;  // moved from
   abort_capture();
-  if (impl_->exec || impl_->pool) {
-    cudaSetDevice(impl_->device);  // not a DeviceGuard: nothing here may throw
-    impl_->release();
-  }
+  // No device switch: destroying the executable graph needs none, and the pool's release
+  // takes its own device guard (DeviceMemory::release); the caller's device stays current.
+  if (impl_->exec || impl_->pool) impl_->release();
 }
 
 bool Graph::captured() const { return impl_ && impl_->exec; }
