@@ -8,15 +8,21 @@
 namespace ignis::detail {
 namespace {
 thread_local std::vector<ReplayHook>* sink = nullptr;
+thread_local uint64_t captures_started = 0;
 }
 
 bool capture_underway() { return sink != nullptr; }
+
+uint64_t capture_number() { return sink ? captures_started : 0; }
 
 void add_replay_hook(ReplayHook hook) {
   if (sink) sink->push_back(std::move(hook));
 }
 
-void set_capture_sink(std::vector<ReplayHook>* s) { sink = s; }
+void set_capture_sink(std::vector<ReplayHook>* s) {
+  if (s && !sink) ++captures_started;
+  sink = s;
+}
 
 void refuse_during_capture(const char* op, const char* why) {
   if (sink) throw CaptureError(fmt::format("[{}] {}, which a CUDA graph cannot capture", op, why));

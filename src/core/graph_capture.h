@@ -4,6 +4,7 @@
 // there). cuda::Graph sets the state; nothing here includes a CUDA header.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -13,6 +14,9 @@ using ReplayHook = std::function<void()>;
 
 /// True while a CUDA graph is being captured on this thread.
 bool capture_underway();
+/// Which capture of this thread is under way (1, 2, ...: a new number for each), 0 without
+/// one: lets code add a replay hook once per capture.
+uint64_t capture_number();
 /// Runs hook on the host before every replay of the graph being captured on this thread; a
 /// no-op without a capture.
 void add_replay_hook(ReplayHook hook);

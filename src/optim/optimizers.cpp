@@ -82,6 +82,7 @@ struct DeviceLearningRates {
     Device device;
     Tensor value;  // float64, 0-dim
     double written = std::numeric_limits<double>::quiet_NaN();
+    uint64_t hooked_capture = 0;  // the capture (capture_number) that refreshes it on replay
   };
   Optimizer* owner = nullptr;
   std::vector<Entry> entries;
@@ -100,6 +101,10 @@ struct DeviceLearningRates {
       ++k;
     if (k == self->entries.size())  // empty, not zeros: a fill would be captured too
       self->entries.push_back({group, device, empty({}, {kFloat64, device})});
+    // One replay hook per entry and capture (get runs for every parameter of the group).
+    const uint64_t capture = ignis::detail::capture_number();
+    if (self->entries[k].hooked_capture == capture) return self->entries[k].value.data_ptr<double>();
+    self->entries[k].hooked_capture = capture;
     std::weak_ptr<DeviceLearningRates> weak = self;
     ignis::detail::add_replay_hook([weak, k] {
       if (auto s = weak.lock()) {

@@ -38,6 +38,19 @@ TEST(GraphCapture, StateIsPerThreadAndCollectsReplayHooks) {
   EXPECT_FALSE(detail::capture_underway());
 }
 
+TEST(GraphCapture, EachCaptureHasANumberOfItsOwn) {
+  EXPECT_EQ(detail::capture_number(), 0u);
+  uint64_t first = 0;
+  {
+    FakeCapture capture;
+    first = detail::capture_number();
+    EXPECT_GT(first, 0u);
+  }
+  EXPECT_EQ(detail::capture_number(), 0u);
+  FakeCapture again;
+  EXPECT_EQ(detail::capture_number(), first + 1);
+}
+
 TEST(GraphCapture, RefusalNamesTheOpOnlyDuringACapture) {
   detail::refuse_during_capture("index_scan", "reads back");  // no capture: nothing happens
   FakeCapture capture;
