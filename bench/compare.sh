@@ -2,7 +2,7 @@
 # Ignis against PyTorch on this machine, in one go, ending in one table of ratios (PyTorch's
 # cost / Ignis's: > 1 means Ignis is ahead). Parts, each skipped with a note when it cannot run:
 #   train    the CPU training rows of compare_train.sh (MLP, small CNN, ResNet-18 in float32
-#            and bf16 autocast; PyTorch also with channels-last), at THREADS threads
+#            and bf16 autocast, the bf16 row also channels-last in both), at THREADS threads
 #   startup  process start to the end of the first training step: `ignis train
 #            --profile-startup` and the PyTorch twin (time_to_accuracy.py --startup-only), on
 #            the full Fashion-MNIST; best of three

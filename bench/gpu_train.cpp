@@ -4,14 +4,15 @@
 // bench/compare.sh (run by scripts/gpu-check.sh) sets the two side by side. Exits 77 without
 // a GPU.
 //   step rows: the MLP 10 -> 512 -> 10 at batch 64, models::SmallCNN on [128, 1, 28, 28],
-//     ResNet-18 (CIFAR stem) on [128 | 512, 3, 32, 32] in float32 and under bf16 autocast.
-//     (No channels-last rows yet: Ignis tensors have no such memory format.)
+//     ResNet-18 (CIFAR stem) on [128 | 512, 3, 32, 32] in float32 and under bf16 autocast,
+//     the bf16 rows channels-last (model and input), as gpu_train.py runs PyTorch's.
 //   layer rows: median of CUDA-event timed repetitions after a warm-up.
 //   step rows (forward, cross_entropy, zero_grad, backward, SGD(lr 0.01, momentum 0.9)
 //     step; random inputs made once on the GPU): `steps` steps queued back to back, then one
 //     synchronize (no item() in the loop), so the time includes the host's launch cost.
-//   "_graph" step rows: the same step through cuda::capture_step (its warm-up and capture in
-//     the warm-up steps; each timed step copies x and y into the static inputs and replays).
+//   rows with "variant": "graphs": the same step through cuda::capture_step (its warm-up and
+//     capture in the warm-up steps; each timed step copies x and y into the static inputs and
+//     replays).
 //   peak_MiB: the caching allocator's peak of live tensors during the row.
 #include <fmt/format.h>
 
@@ -161,11 +162,13 @@ int main() {
       auto resnet = models::resnet18(
           {.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
       resnet->to(kGpu);
+      const MemoryFormat format = bf16 ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+      resnet->to(format);
       const std::string name = fmt::format("resnet18_b{}{}", batch, bf16 ? "_bf16" : "");
       step_row(
           name.c_str(),
           *resnet,
-          randn({batch, 3, 32, 32}, f32),
+          randn({batch, 3, 32, 32}, f32).contiguous(format),
           randint(0, 10, {batch}, labels_opt),
           3,
           batch == 128 ? 40 : 15,
