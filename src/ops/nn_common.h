@@ -4,27 +4,26 @@
 #pragma once
 
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "core/shape.h"
 #include "core/tensor_impl.h"
 #include "ops/nn_ops.h"
 
 namespace ignis::detail {
 
-/// True for a 4-D tensor laid out NHWC in memory (strides [HWC, 1, WC, C], dims of size 1
-/// ignored) that is not also NCHW-contiguous; such tensors keep their layout through the ops.
+/// True for a 4-D tensor laid out NHWC in memory (PyTorch's is_contiguous(channels_last),
+/// dims of size 1 ignored) that is not also NCHW-contiguous; such tensors keep their layout
+/// through the ops.
 inline bool is_channels_last(const Tensor& t) {
-  if (t.dim() != 4 || t.is_contiguous()) return false;
-  const int64_t c = t.size(1), h = t.size(2), w = t.size(3);
-  const int64_t expect[4] = {h * w * c, 1, w * c, c};
-  for (int d = 0; d < 4; ++d)
-    if (t.size(d) != 1 && t.stride(d) != expect[d]) return false;
-  return true;
+  return t.dim() == 4 && !t.is_contiguous() &&
+         is_channels_last_contiguous_layout(t.sizes(), t.strides());
 }
 
 /// A new uninitialised tensor of logical shape `shape` (4-D when channels_last).
 inline Tensor empty_in_layout(const Shape& shape, DType dtype, Device device, bool channels_last) {
-  if (!channels_last) return make_tensor(shape, dtype, device);
-  return make_tensor({shape[0], shape[2], shape[3], shape[1]}, dtype, device).permute({0, 3, 1, 2});
+  return make_tensor_in_format(shape, dtype, device,
+                               channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous,
+                               "empty_in_layout");
 }
 
 /// t converted to dtype in the requested layout (no copy when it already is).
