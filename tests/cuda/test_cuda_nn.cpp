@@ -17,7 +17,7 @@ using testing::random_tensor;
 /// A copy of t (float64 values) in dtype on device, channels-last when asked, as a leaf.
 Tensor leaf(const Tensor& t, Device d, DType dtype, bool channels_last = false) {
   Tensor r = t.to(d, dtype, false, /*copy=*/true);
-  if (channels_last) r = r.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  if (channels_last) r = r.contiguous(MemoryFormat::channels_last);
   return r.requires_grad_();
 }
 
@@ -249,7 +249,7 @@ TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
             const auto fn_with = [=](const Tensor* rm, const Tensor* rv) -> Fn {
               return [=](const std::vector<Tensor>& v) {
                 Tensor r;
-                if (residual) r = cl ? v[3].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : v[3];
+                if (residual) r = cl ? v[3].contiguous(MemoryFormat::channels_last) : v[3];
                 return batch_norm_relu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4, r);
               };
             };

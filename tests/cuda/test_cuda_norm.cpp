@@ -27,7 +27,7 @@ std::vector<Tensor> run(
     Device d,
     bool channels_last = false) {
   Tensor x = x0.to(d);
-  if (channels_last) x = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  if (channels_last) x = x.contiguous(MemoryFormat::channels_last);
   x = x.detach().requires_grad_();
   Tensor w = affine ? w0.to(d).requires_grad_() : Tensor();
   Tensor b = affine ? b0.to(d).requires_grad_() : Tensor();

@@ -14,7 +14,6 @@
 
 namespace ignis {
 namespace {
-using testing::equals_cpu;
 using testing::kGpu;
 using testing::random_tensor;
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;

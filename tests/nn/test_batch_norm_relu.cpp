@@ -10,7 +10,7 @@ namespace {
 
 using namespace ignis::testing;
 
-Tensor channels_last(const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); }
+Tensor channels_last(const Tensor& t) { return t.contiguous(MemoryFormat::channels_last); }
 
 struct Case {
   bool training, cl, residual;

@@ -144,7 +144,7 @@ TEST(AmpReference, ConvBatchNormReluChain) {
       const std::string prefix = "out/grad/conv_bn_relu_" + layout + "/";
       SCOPED_TRACE(prefix + (fused ? " fused" : " composed"));
       Tensor x = in.at("img").clone();
-      if (layout == "cl") x = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+      if (layout == "cl") x = x.contiguous(MemoryFormat::channels_last);
       x.requires_grad_();
       Tensor w = in.at("cw").clone().requires_grad_();
       Tensor bn_w = in.at("bn_w").clone().requires_grad_(), bn_b = in.at("bn_b").clone().requires_grad_();
