@@ -16,8 +16,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <utility>
+
+#include "cpu/cpu_features.h"
 
 namespace ignis::cpu {
 namespace {
@@ -103,18 +104,6 @@ constexpr std::array<std::array<std::array<MaskedWeightBlock, kFeaturesPerPass>,
 
 // ---- AVX-512: 32 units, up to 12 features per pass ------------------------------------------
 constexpr int kFeaturesPerPass512 = 12;  // 2 x 12 accumulators + masks and sums: 29 of 32
-
-/// Whether the AVX-512 kernel runs: the CPU has it and IGNIS_CPU_NO_AVX512 is unset (the tests
-/// run the AVX2 kernel through it on machines that have both).
-bool use_avx512() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool on =
-      __builtin_cpu_supports("avx512f") && std::getenv("IGNIS_CPU_NO_AVX512") == nullptr;
-  return on;
-#else
-  return false;
-#endif
-}
 
 /// Features [p0, p0 + P) of hidden units [j, j + 32): dw rows j..j+31 at those columns and,
 /// with Bias, db over the same units.

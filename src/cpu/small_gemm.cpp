@@ -1,11 +1,16 @@
 // The thin-product float32 GEMM of small_gemm.h: 6 x 16 register tiles (12 accumulators of
 // 8 floats), A broadcast element by element (any strides), B read as rows of 16 contiguous
 // floats, the epilogue (alpha, beta, bias, ReLU) applied in registers before the one store.
+// With AVX-512, the common epilogues (none; bias + ReLU) into a row-major C take 8 x 32 tiles
+// instead: with an inner dimension of a few features the stores and the epilogue are a large
+// share of each tile, and a 512-bit tile has half as many of them per multiply-add.
 #include "cpu/small_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+
+#include "cpu/cpu_features.h"
 
 namespace ignis::cpu {
 namespace {
@@ -57,8 +62,11 @@ struct Epilogue {
 enum EpilogueKind : int {
   kPlain,     // C = A @ B: alpha 1, beta 0, no bias, no ReLU
   kBiasRelu,  // C = relu(A @ B + column bias): the fused linear layer
+  kBias,      // C = A @ B + column bias: a linear layer without activation
   kGeneral,
 };
+constexpr bool adds_bias(int kind) { return kind == kBiasRelu || kind == kBias; }
+constexpr bool applies_relu(int kind) { return kind == kBiasRelu; }
 
 /// One MR x nr tile (nr <= 16) at rows i0.., columns j0.. of g, finished by epilogue kKind.
 template <int MR, int kKind>
@@ -96,7 +104,7 @@ void tile(const SmallGemm& g, const Epilogue& e, int64_t i0, int64_t j0, int nr)
   // Epilogue, then store (vector stores when C's columns are contiguous, element by element
   // through the strides otherwise — the transposed orientation).
   const __m256i m0 = lane_mask(std::min(nr, 8)), m1 = lane_mask(std::max(nr - 8, 0));
-  if constexpr (kKind == kBiasRelu) {
+  if constexpr (adds_bias(kKind)) {
     if (g.c_cs == 1 && nr == kNR) {
       __m256 col0 = _mm256_setzero_ps(), col1 = _mm256_setzero_ps();
       if (g.col_bias) {
@@ -106,8 +114,10 @@ void tile(const SmallGemm& g, const Epilogue& e, int64_t i0, int64_t j0, int nr)
 #pragma GCC unroll 6
       for (int r = 0; r < MR; ++r) {
         float* c = g.c + (i0 + r) * g.c_rs + j0;
-        _mm256_storeu_ps(c, relu_keep_nan(_mm256_add_ps(acc[r][0], col0)));
-        _mm256_storeu_ps(c + 8, relu_keep_nan(_mm256_add_ps(acc[r][1], col1)));
+        __m256 v0 = _mm256_add_ps(acc[r][0], col0), v1 = _mm256_add_ps(acc[r][1], col1);
+        if constexpr (applies_relu(kKind)) v0 = relu_keep_nan(v0), v1 = relu_keep_nan(v1);
+        _mm256_storeu_ps(c, v0);
+        _mm256_storeu_ps(c + 8, v1);
       }
       return;
     }
@@ -184,11 +194,94 @@ constexpr TileFn kTiles[kMR + 1] = {
     tile<5, kKind>,
     tile<6, kKind>};
 
+// ---- AVX-512 tiles: MR x 32, C row-major, full 32-column panels --------------------------
+constexpr int kMR512 = 8;   // 16 accumulators of 16 floats, 2 of B, 1 broadcast: 19 of 32
+constexpr int kNR512 = 32;
+
+/// ReLU that keeps NaN (as relu_keep_nan): lanes where !(v <= 0) keep v, the others are +0.
+[[gnu::target("avx512f")]] inline __m512 relu_keep_nan512(__m512 v) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+}
+
+/// One MR x 32 tile at rows i0.., columns j0..j0+31 of g (c_cs == 1), epilogue kPlain, kBias
+/// or kBiasRelu. The same arithmetic per element as tile(): the k products summed from zero in
+/// order, then the bias added, then ReLU; so results do not depend on the instruction set.
+template <int MR, int kKind>
+[[gnu::target("avx512f")]] void tile512(const SmallGemm& g, int64_t i0, int64_t j0) {
+  static_assert(kKind != kGeneral);
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const float* a = g.a + i0 * g.a_rs;
+  const float* b = g.b + j0;
+  const int64_t a_rs = g.a_rs, a_cs = g.a_cs, b_rs = g.b_rs, k = g.k;
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b + p * b_rs);
+    const __m512 b1 = _mm512_loadu_ps(b + p * b_rs + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * a_rs + p * a_cs]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  float* c = g.c + i0 * g.c_rs + j0;
+  if constexpr (adds_bias(kKind)) {
+    __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
+    if (g.col_bias) {
+      col0 = _mm512_loadu_ps(g.col_bias + j0);
+      col1 = _mm512_loadu_ps(g.col_bias + j0 + 16);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      __m512 v0 = _mm512_add_ps(acc[r][0], col0), v1 = _mm512_add_ps(acc[r][1], col1);
+      if constexpr (applies_relu(kKind)) v0 = relu_keep_nan512(v0), v1 = relu_keep_nan512(v1);
+      _mm512_storeu_ps(c + r * g.c_rs, v0);
+      _mm512_storeu_ps(c + r * g.c_rs + 16, v1);
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      _mm512_storeu_ps(c + r * g.c_rs, acc[r][0]);
+      _mm512_storeu_ps(c + r * g.c_rs + 16, acc[r][1]);
+    }
+  }
+}
+
+using Tile512Fn = void (*)(const SmallGemm&, int64_t, int64_t);
+template <int kKind>
+constexpr Tile512Fn kTiles512[kMR512 + 1] = {
+    nullptr,
+    tile512<1, kKind>,
+    tile512<2, kKind>,
+    tile512<3, kKind>,
+    tile512<4, kKind>,
+    tile512<5, kKind>,
+    tile512<6, kKind>,
+    tile512<7, kKind>,
+    tile512<8, kKind>};
+
+/// The 32-column panels of g with AVX-512 tiles; returns the first column left to the AVX2
+/// tiles (n when every panel was full).
+template <int kKind>
+int64_t full_panels_avx512(const SmallGemm& g) {
+  const int64_t panels_end = g.n / kNR512 * kNR512;
+  for (int64_t j0 = 0; j0 < panels_end; j0 += kNR512) {
+    int64_t i0 = 0;
+    for (; i0 + kMR512 <= g.m; i0 += kMR512) tile512<kMR512, kKind>(g, i0, j0);
+    if (i0 < g.m) kTiles512<kKind>[g.m - i0](g, i0, j0);
+  }
+  return panels_end;
+}
+
 template <int kKind>
 void all_tiles(const SmallGemm& g, const Epilogue& e) {
   // Column panels outside, row tiles inside: a k x 16 panel of B stays in L1 while every row
   // tile of A passes over it (A is the thin operand, or small).
-  for (int64_t j0 = 0; j0 < g.n; j0 += kNR) {
+  int64_t first_column = 0;
+  if constexpr (kKind != kGeneral)
+    if (g.c_cs == 1 && use_avx512()) first_column = full_panels_avx512<kKind>(g);
+  for (int64_t j0 = first_column; j0 < g.n; j0 += kNR) {
     const int nr = int(std::min<int64_t>(kNR, g.n - j0));
     int64_t i0 = 0;
     for (; i0 + kMR <= g.m; i0 += kMR) tile<kMR, kKind>(g, e, i0, j0, nr);
@@ -256,6 +349,8 @@ void small_sgemm(const SmallGemm& g) {
     all_tiles<kPlain>(g, e);
   else if (simple && e.relu)
     all_tiles<kBiasRelu>(g, e);
+  else if (simple)
+    all_tiles<kBias>(g, e);
   else
     all_tiles<kGeneral>(g, e);
 }
