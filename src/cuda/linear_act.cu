@@ -21,7 +21,7 @@
 
 namespace ignis::cuda::detail {
 namespace {
-using ignis::detail::LinearReluForward;
+using ignis::detail::LinearForward;
 using ignis::detail::ReluMaskBackward;
 
 /// x = relu(x) over n contiguous values, in x's compute type (NaN kept, -0 becomes +0).
@@ -38,7 +38,7 @@ void relu_in_place(void* x, int64_t n, cudaStream_t stream) {
   relu_in_place_kernel<T><<<grid_for(n, 4), kThreads, 0, stream>>>(static_cast<T*>(x), n);
 }
 
-bool linear_relu_forward(const LinearReluForward& a) {
+bool linear_relu_forward(const LinearForward& a) {
   // float64 has no cuBLASLt bias epilogue to rely on: the composed ops take it.
   if (a.dtype != kFloat32 && a.dtype != kBFloat16 && a.dtype != kFloat16) return false;
   if (a.bias && reinterpret_cast<uintptr_t>(a.bias) % 16 != 0) return false;

@@ -26,6 +26,71 @@ void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias
               ShapeError, "[linear] bias {} does not fit weight {}", shape_str(bias.sizes()),
               shape_str(weight.sizes()));
 }
+
+using LinearForwardSlot = detail::KernelSlot<bool (*)(const detail::LinearForward&)>;
+
+/// act(x W^T + b) for 2-D x through `slot`'s kernel (its activation), without recording; an
+/// undefined tensor when the backend has no such kernel or it declines (dtype, shape). x and
+/// weight are read through their strides.
+Tensor linear_kernel_values(const LinearForwardSlot& slot, const Tensor& x, const Tensor& weight,
+                            const Tensor& bias) {
+  if (x.device() != weight.device() || x.dtype() != weight.dtype() ||
+      !slot.has(x.device().type) ||
+      (bias.defined() && (bias.dtype() != x.dtype() || bias.device() != x.device())))
+    return {};
+  const int64_t m = x.size(0), n = weight.size(0), k = x.size(1);
+  if (m == 0 || n == 0 || k == 0) return {};
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor out = empty({m, n}, TensorOptions(x.dtype(), x.device()));
+  detail::LinearForward a;
+  a.dtype = x.dtype();
+  a.m = m, a.n = n, a.k = k;
+  a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
+  a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
+  a.bias = bc.defined() ? bc.data_ptr() : nullptr;
+  a.out = out.data_ptr();
+  a.device = x.device();
+  return slot.get(x.device())(a) ? out : Tensor();
+}
+
+/// x W^T + b for 2-D x without recording: the backend's linear kernel, else one addmm (the
+/// bias as the accumulator) or mm.
+Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  NoGradGuard plain;
+  if (Tensor out = linear_kernel_values(detail::linear_forward_kernel, x, weight, bias);
+      out.defined())
+    return out;
+  return bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
+}
+
+/// {dx, dw, db} of out = x W^T + b (each undefined where not wanted) from the backend's
+/// linear backward kernel; empty when it has none or declines (the caller uses mm and sum).
+std::vector<Tensor> linear_kernel_grads(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                        bool gx, bool gw, bool gb) {
+  if (!detail::linear_backward_kernel.has(g.device().type) || g.dim() != 2 ||
+      g.dtype() != x.dtype() || g.dtype() != weight.dtype() || g.device() != x.device() ||
+      g.device() != weight.device())
+    return {};
+  const int64_t m = x.size(0), n = weight.size(0), k = x.size(1);
+  if (m == 0 || n == 0 || k == 0) return {};
+  const Tensor gc = g.contiguous();
+  const TensorOptions opts(g.dtype(), g.device());
+  Tensor dx = gx ? empty({m, k}, opts) : Tensor();
+  Tensor dw = gw ? empty({n, k}, opts) : Tensor();
+  Tensor db = gb ? empty({n}, opts) : Tensor();
+  detail::LinearBackward a;
+  a.dtype = g.dtype();
+  a.m = m, a.n = n, a.k = k;
+  a.g = gc.data_ptr();
+  a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
+  a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
+  a.dx = gx ? dx.data_ptr() : nullptr;
+  a.dw = gw ? dw.data_ptr() : nullptr;
+  a.dbias = gb ? db.data_ptr() : nullptr;
+  a.device = g.device();
+  if (!detail::linear_backward_kernel.get(g.device())(a)) return {};
+  return {dx, dw, db};
+}
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -35,20 +100,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   check_linear_args(x, weight, bias);
   if (x.dim() == 2) {
-    // One BLAS call (the bias is the accumulator) and one node whose backward writes the
-    // weight's gradient in the weight's own [out, in] layout (gy^T x): recorded as addmm of
-    // weight.t(), that gradient would arrive transposed and be copied on accumulation, and
-    // the t() and bias-broadcast nodes would run too.
-    Tensor out;
-    {
-      NoGradGuard plain;
-      out = bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
-    }
+    // One node whose backward writes the weight's gradient in the weight's own [out, in]
+    // layout (gy^T x): recorded as addmm of weight.t(), that gradient would arrive transposed
+    // and be copied on accumulation, and the t() and bias-broadcast nodes would run too.
+    Tensor out = linear_values(x, weight, bias);
     if (detail::needs_grad({&x, &weight, &bias})) {
       const bool gx = x.requires_grad(), gw = weight.requires_grad(),
                  gb = bias.defined() && bias.requires_grad();
       detail::record("linear", {out}, {x, weight, bias}, {detail::save(x), detail::save(weight)},
                      [gx, gw, gb](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+                       if (!is_grad_enabled()) {
+                         auto direct = linear_kernel_grads(g[0], s[0], s[1], gx, gw, gb);
+                         if (!direct.empty()) return direct;
+                       }
                        return std::vector<Tensor>{gx ? mm(g[0], s[1]) : Tensor(),
                                                   gw ? mm(g[0].t(), s[0]) : Tensor(),
                                                   gb ? g[0].sum({0}) : Tensor()};
@@ -65,23 +129,9 @@ namespace {
 /// product followed by an in-place ReLU.
 Tensor linear_relu_values(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   NoGradGuard plain;
-  if (x.device() == weight.device() && x.dtype() == weight.dtype() &&
-      detail::linear_relu_forward_kernel.has(x.device().type) &&
-      (!bias.defined() || (bias.dtype() == x.dtype() && bias.device() == x.device()))) {
-    // x and weight are read through their strides (no copy when the kernel declines).
-    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor out = empty({x.size(0), weight.size(0)}, TensorOptions(x.dtype(), x.device()));
-    detail::LinearReluForward a;
-    a.dtype = x.dtype();
-    a.m = x.size(0), a.n = weight.size(0), a.k = x.size(1);
-    a.x = x.data_ptr(), a.x_rs = x.stride(0), a.x_cs = x.stride(1);
-    a.w = weight.data_ptr(), a.w_rs = weight.stride(0), a.w_cs = weight.stride(1);
-    a.bias = bc.defined() ? bc.data_ptr() : nullptr;
-    a.out = out.data_ptr();
-    a.device = x.device();
-    if (a.m > 0 && a.n > 0 && a.k > 0 && detail::linear_relu_forward_kernel.get(x.device())(a))
-      return out;
-  }
+  if (Tensor out = linear_kernel_values(detail::linear_relu_forward_kernel, x, weight, bias);
+      out.defined())
+    return out;
   Tensor out = linear(x, weight, bias);
   return out.relu_();
 }
@@ -158,6 +208,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
             if (dw.defined()) return std::vector<Tensor>{Tensor(), dw, db};
           }
           auto [dz, db] = relu_mask_grad(g[0], s[2], gb);
+          if (!is_grad_enabled()) {
+            auto direct = linear_kernel_grads(dz, s[0], s[1], gx, gw, false);
+            if (!direct.empty()) return std::vector<Tensor>{direct[0], direct[1], db};
+          }
           return std::vector<Tensor>{
               gx ? mm(dz, s[1]) : Tensor(), gw ? mm(dz.t(), s[0]) : Tensor(), db};
         });

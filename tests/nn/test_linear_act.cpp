@@ -106,30 +106,34 @@ TEST(LinearRelu, NaNPassesThroughAsRelu) {
 /// was asked for against float64 loops. Without an input gradient the weight gradient comes
 /// from the kernel that never stores the masked gradient (up to 48 features, in passes of 12),
 /// with one the mask is stored and multiplied; x is read through `layout`'s strides.
+/// With `act` None the same for the plain linear layer (its own forward and backward kernels),
+/// the weight also read through `w_layout`'s strides, in `dtype`.
 void check_gradients(const Case& c, bool input_grad, bool with_bias, testing::Layout layout,
-                     uint64_t seed) {
+                     uint64_t seed, F::Activation act = F::Activation::ReLU,
+                     testing::Layout w_layout = testing::kAllLayouts[0], DType dtype = kFloat32) {
   const auto xv = random_values(c.m * c.k, -1, 1, seed), wv = random_values(c.n * c.k, -1, 1, seed + 1),
              bv = random_values(c.n, -1, 1, seed + 2), rv = random_values(c.m * c.n, -1, 1, seed + 3);
-  Tensor x = make_input(xv, {c.m, c.k}, kFloat32, layout).requires_grad_(input_grad);
-  Tensor w = make_input(wv, {c.n, c.k}, kFloat32).requires_grad_();
-  Tensor b = with_bias ? make_input(bv, {c.n}, kFloat32).requires_grad_() : Tensor();
-  const Tensor r = make_input(rv, {c.m, c.n}, kFloat32);
-  const Tensor y = F::linear(x, w, b, F::Activation::ReLU);
+  Tensor x = make_input(xv, {c.m, c.k}, dtype, layout).requires_grad_(input_grad);
+  Tensor w = make_input(wv, {c.n, c.k}, dtype, w_layout).requires_grad_();
+  Tensor b = with_bias ? make_input(bv, {c.n}, dtype).requires_grad_() : Tensor();
+  const Tensor r = make_input(rv, {c.m, c.n}, dtype);
+  const Tensor y = F::linear(x, w, b, act);
   (y * r).sum().backward();
   // d/dz of sum(relu(z) * r) is r where the output is positive (the mask taken from the
-  // float32 output itself, so that values at the kink cannot disagree).
+  // float32 output itself, so that values at the kink cannot disagree); without ReLU, r.
+  const bool relu = act == F::Activation::ReLU;
   const auto yv = values_of(y);
   std::vector<double> gx(size_t(c.m * c.k), 0), gw(size_t(c.n * c.k), 0), gb(size_t(c.n), 0);
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
-      const double d = yv[size_t(i * c.n + j)] > 0 ? rv[size_t(i * c.n + j)] : 0;
+      const double d = !relu || yv[size_t(i * c.n + j)] > 0 ? rv[size_t(i * c.n + j)] : 0;
       gb[size_t(j)] += d;
       for (int64_t p = 0; p < c.k; ++p) {
         gx[size_t(i * c.k + p)] += d * wv[size_t(j * c.k + p)];
         gw[size_t(j * c.k + p)] += d * xv[size_t(i * c.k + p)];
       }
     }
-  const double tol = 1e-5 * std::sqrt(double(std::max({c.m, c.n, c.k})));
+  const double tol = (dtype == kFloat64 ? 1e-12 : 1e-5) * std::sqrt(double(std::max({c.m, c.n, c.k})));
   if (input_grad)
     EXPECT_TRUE(all_close(x.grad(), gx, 1e-4, tol)) << "x";
   else
@@ -166,6 +170,65 @@ TEST(LinearRelu, WeightGradientWithoutInputGradient) {
         check_gradients(c, false, with_bias, layout, seed);
         seed += 4;
       }
+}
+
+// The plain linear layer's node (its forward kernel: the thin-product kernel with the bias in
+// its epilogue, or the bias rows and one BLAS call; its backward kernel: two BLAS calls and a
+// column sum): values and every gradient against float64 loops, for the shapes of kCases,
+// inputs and weights read through every layout's strides, in float32 and float64.
+TEST(LinearPlain, ForwardAndGradientsMatchLoopEveryLayout) {
+  uint64_t seed = 700;
+  for (DType dtype : {kFloat32, kFloat64})
+    for (const Case& c : kCases)
+      for (auto layout : testing::kAllLayouts)
+        for (bool with_bias : {true, false}) {
+          SCOPED_TRACE(::testing::Message()
+                       << dtype_name(dtype) << " " << c.m << "x" << c.n << "x" << c.k << " "
+                       << testing::layout_name(layout) << " bias " << with_bias);
+          const auto xv = random_values(c.m * c.k, -1, 1, seed),
+                     wv = random_values(c.n * c.k, -1, 1, seed + 1),
+                     bv = random_values(c.n, -1, 1, seed + 2);
+          const Tensor y = F::linear(make_input(xv, {c.m, c.k}, dtype, layout),
+                                     make_input(wv, {c.n, c.k}, dtype, layout),
+                                     with_bias ? make_input(bv, {c.n}, dtype) : Tensor());
+          ASSERT_EQ(y.sizes(), (Shape{c.m, c.n}));
+          std::vector<double> expected(size_t(c.m * c.n));
+          for (int64_t i = 0; i < c.m; ++i)
+            for (int64_t j = 0; j < c.n; ++j) {
+              double v = with_bias ? bv[size_t(j)] : 0;
+              for (int64_t p = 0; p < c.k; ++p)
+                v += xv[size_t(i * c.k + p)] * wv[size_t(j * c.k + p)];
+              expected[size_t(i * c.n + j)] = v;
+            }
+          const double tol = (dtype == kFloat64 ? 1e-12 : 1e-5) * std::sqrt(double(c.k));
+          EXPECT_TRUE(all_close(y, expected, 1e-5, tol));
+          check_gradients(c, true, with_bias, layout, seed, F::Activation::None, layout, dtype);
+          check_gradients(c, false, with_bias, layout, seed + 4, F::Activation::None,
+                          testing::kAllLayouts[0], dtype);
+          seed += 8;
+        }
+}
+
+TEST(LinearPlain, GradcheckAndSecondOrder) {
+  testing::expect_gradcheck(
+      "linear",
+      [](const auto& v) { return F::linear(v[0], v[1], v[2]); },
+      {testing::random_tensor({5, 3}, -1, 1, 51),
+       testing::random_tensor({17, 3}, -1, 1, 52),
+       testing::random_tensor({17}, -1, 1, 53)});
+  // create_graph takes the composed backward (mm and sum), so the gradient can itself be
+  // differentiated: d/dw of sum((dL/dx)^2) for L = sum(y^2), y = x w^T + b, against the same
+  // through matmul and add (recorded op by op).
+  auto grad_of_grad = [](bool node) {
+    Tensor x = testing::random_tensor({4, 3}, -1, 1, 54).requires_grad_();
+    Tensor w = testing::random_tensor({6, 3}, -1, 1, 55).requires_grad_();
+    Tensor b = testing::random_tensor({6}, -1, 1, 56).requires_grad_();
+    Tensor y = node ? F::linear(x, w, b) : matmul(x, w.t()) + b;
+    Tensor gx = autograd::grad({(y * y).sum()}, {x}, {}, true, true)[0];
+    (gx * gx).sum().backward();
+    return values_of(w.grad());
+  };
+  EXPECT_TRUE(all_close(grad_of_grad(true), grad_of_grad(false), 1e-12, 1e-12));
 }
 
 TEST(LinearRelu, Gradcheck) {
