@@ -228,8 +228,11 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     // Keep the incoming tensor when nothing else holds its storage and it is laid out as
     // the leaf (Note [Gradient layout follows the leaf]); else own a copy in that layout.
     const bool unique = g.impl()->storage.use_count() == 1 && has_leaf_layout(g, leaf);
+    // (A gradient computed without grad mode has no history; detach() only when it carries
+    // autograd state, e.g. a hook's result.)
+    const auto plain = [](const Tensor& t) { return autograd_meta_if(t) ? t.detach() : t; };
     m.grad = is_grad_enabled() ? (unique ? g : leaf_layout_copy(g, leaf))
-                               : (unique ? g.detach() : leaf_layout_copy(g.detach(), leaf));
+                               : (unique ? plain(g) : leaf_layout_copy(plain(g), leaf));
   } else if (is_grad_enabled()) {
     m.grad = add(m.grad, g);
   } else {
@@ -258,15 +261,17 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
                 "[backward] a tensor saved by {} for its gradient was modified by an in-place "
                 "operation (version {} when saved, {} now); clone() it before modifying it",
                 op, s.version, s.data.version());
-    Tensor t = make_view(s.data, s.data.sizes(), s.data.strides(), s.data.storage_offset());
-    if (s.is_output && s.requires_grad) {
+    // A saved output gets its history back (a new view whose grad_fn is this node) only when
+    // the gradient is itself recorded (create_graph); otherwise its data is all backward reads.
+    if (s.is_output && s.requires_grad && is_grad_enabled()) {
+      Tensor t = make_view(s.data, s.data.sizes(), s.data.strides(), s.data.storage_offset());
       AutogradMeta& m = autograd_meta(t);
       m.grad_fn = shared_from_this();
       m.output_nr = s.output_nr;
-    } else if (!s.is_output) {
-      t = s.data;
+      unpacked.push_back(std::move(t));
+    } else {
+      unpacked.push_back(s.data);
     }
-    unpacked.push_back(std::move(t));
   }
   std::vector<Tensor> in_grads = backward(grads, unpacked);
   IGNIS_CHECK(in_grads.size() == next_edges.size(), ValueError,

@@ -55,9 +55,18 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
       opts.reduction == Reduction::BatchMean)
     return {};
   const bool one_row = input.dim() == 1;
-  Tensor x = (one_row ? input.unsqueeze(0) : input).detach().contiguous();
-  Tensor t = target.to(kInt64).reshape({-1}).contiguous();
-  Tensor w = opts.weight.defined() ? opts.weight.detach().to(input.dtype()).contiguous() : Tensor();
+  // What the kernel reads, made without recording (the node below is the only one) and
+  // without new tensor handles where the inputs are already [n, c] / [n] int64 and
+  // contiguous, as in most training steps.
+  Tensor x, t, w;
+  {
+    NoGradGuard plain;
+    x = (one_row ? input.unsqueeze(0) : input).contiguous();
+    t = target.to(kInt64);
+    if (t.dim() != 1) t = t.reshape({-1});
+    t = t.contiguous();
+    if (opts.weight.defined()) w = opts.weight.to(input.dtype()).contiguous();
+  }
   CrossEntropyForward f;
   f.dtype = x.dtype();
   f.n = x.size(0);
@@ -106,7 +115,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
              b.device_weight_sum = stats.defined() ? stats.data_ptr<double>() : nullptr;
              b.grad_in = gi.data_ptr();
              cross_entropy_backward_kernel.get(gi.device())(b);
-             return Grads{gi.reshape(in_shape)};
+             return Grads{in_shape.size() == 2 ? gi : gi.reshape(in_shape)};
            });
   }
   return out;
