@@ -132,11 +132,13 @@ template <bool Bias, size_t... Q>
       bias0 = _mm512_add_ps(bias0, d0);
       bias1 = _mm512_add_ps(bias1, d1);
     }
+    // Both FMAs of a feature together, its value broadcast straight into them: 24
+    // accumulators, the two masked gradients and the bias sums leave no room for 12 broadcast
+    // values held at once (broadcasting them all first spilled registers on every row).
     // (Fold expressions, not a lambda: a lambda would not inherit the AVX-512 target.)
-    __m512 v[P];
-    ((v[Q] = _mm512_set1_ps(xi[int64_t(Q) * x_cs])), ...);
-    ((acc0[Q] = _mm512_fmadd_ps(d0, v[Q], acc0[Q])), ...);
-    ((acc1[Q] = _mm512_fmadd_ps(d1, v[Q], acc1[Q])), ...);
+    ((acc0[Q] = _mm512_fmadd_ps(d0, _mm512_set1_ps(xi[int64_t(Q) * x_cs]), acc0[Q]),
+      acc1[Q] = _mm512_fmadd_ps(d1, _mm512_set1_ps(xi[int64_t(Q) * x_cs]), acc1[Q])),
+     ...);
   }
   alignas(64) float columns[2][P][16];
   (_mm512_store_ps(columns[0][Q], acc0[Q]), ...);
