@@ -249,7 +249,7 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
               op);
   for (uint32_t i = 0; i < num_outputs; ++i)
     if (!grads[i].defined())
-      grads[i] = zeros(output_shapes[i], TensorOptions(output_dtypes[i], output_devices[i]));
+      grads[i] = zeros(outputs[i].shape, TensorOptions(outputs[i].dtype, outputs[i].device));
   std::vector<Tensor> unpacked;
   unpacked.reserve(saved.size());
   for (const SavedTensor& s : saved) {
@@ -281,8 +281,8 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
   for (size_t i = 0; i < in_grads.size(); ++i) {
     Tensor& g = in_grads[i];
     if (!g.defined() || !next_edges[i].valid()) continue;
-    if (g.sizes() != input_shapes[i]) g = sum_to(g, input_shapes[i]);
-    if (g.dtype() != input_dtypes[i]) g = g.to(input_dtypes[i]);
+    if (g.sizes() != inputs[i].shape) g = sum_to(g, inputs[i].shape);
+    if (g.dtype() != inputs[i].dtype) g = g.to(inputs[i].dtype);
   }
   return in_grads;
 }

@@ -53,11 +53,19 @@ struct FunctionNode final : Node {
   BackwardFn backward;
   std::vector<SavedTensor> saved;
   bool released = false;
-  std::vector<Shape> input_shapes;   // gradients are reduced (sum_to) and cast to these
-  std::vector<DType> input_dtypes;
-  std::vector<Shape> output_shapes;  // to materialise zero gradients for unused outputs
-  std::vector<DType> output_dtypes;
-  std::vector<Device> output_devices;
+  /// What an input's gradient must be: reduced (sum_to) to its shape and cast to its dtype.
+  struct InputMeta {
+    Shape shape;
+    DType dtype = kFloat32;
+  };
+  /// What an output's gradient is when none arrives: zeros of this shape, dtype and device.
+  struct OutputMeta {
+    Shape shape;
+    DType dtype = kFloat32;
+    Device device;
+  };
+  std::vector<InputMeta> inputs;    // one per next edge
+  std::vector<OutputMeta> outputs;  // one per output
 
   const char* name() const override { return op; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;

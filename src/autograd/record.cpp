@@ -29,22 +29,19 @@ void record(const char* op, const std::vector<Tensor>& outputs, const std::vecto
   // Every vector sized once: growing them one push at a time cost a reallocation each, a
   // visible share of a small model's step.
   node->next_edges.reserve(inputs.size());
-  node->input_shapes.reserve(inputs.size());
-  node->input_dtypes.reserve(inputs.size());
-  node->output_shapes.reserve(outputs.size());
-  node->output_dtypes.reserve(outputs.size());
-  node->output_devices.reserve(outputs.size());
+  node->inputs.reserve(inputs.size());
+  node->outputs.reserve(outputs.size());
   node->saved.reserve(saved.size());
   for (const Tensor& t : inputs) {
-    node->next_edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
-    node->input_shapes.push_back(t.defined() ? t.sizes() : Shape{});
-    node->input_dtypes.push_back(t.defined() ? t.dtype() : kFloat32);
+    if (!t.defined()) {
+      node->next_edges.emplace_back();
+      node->inputs.emplace_back();
+      continue;
+    }
+    node->next_edges.push_back(gradient_edge(t));
+    node->inputs.push_back({t.sizes(), t.dtype()});
   }
-  for (const Tensor& o : outputs) {
-    node->output_shapes.push_back(o.sizes());
-    node->output_dtypes.push_back(o.dtype());
-    node->output_devices.push_back(o.device());
-  }
+  for (const Tensor& o : outputs) node->outputs.push_back({o.sizes(), o.dtype(), o.device()});
   for (const SaveSpec& s : saved) {
     SavedTensor st;
     if (s.tensor && s.tensor->defined()) {

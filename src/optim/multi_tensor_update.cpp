@@ -1,9 +1,9 @@
 // Groups a step's parameters for the multi-tensor update kernel (see multi_tensor_update.h).
 #include "optim/multi_tensor_update.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include "core/graph_capture.h"
@@ -143,6 +143,9 @@ void run_on_device(
     const char* op) {
   std::vector<double> scalars;
   std::vector<size_t> offset;
+  scalars.reserve(args.rule == OptimRule::adam ? 3 * params.size() : 1);
+  offset.reserve(params.size());
+  args.items.reserve(params.size());
   for (const ParamUpdate* u : params) {
     MultiTensorItem item;
     Tensor& p = *u->param;
@@ -173,10 +176,11 @@ void run_on_device(
     }
     args.items.push_back(item);
   }
-  // The step's values go where the kernel reads them: a pinned buffer copied without a wait.
-  Tensor values = tensor(scalars);
-  if (device.type != DeviceType::CPU) values = values.pin_memory().to(device, true);
-  const double* base = values.data_ptr<double>();
+  // The step's values go where the kernel reads them: on the CPU, here; for a device, a
+  // pinned buffer copied without a wait.
+  Tensor values;
+  if (device.type != DeviceType::CPU) values = tensor(scalars).pin_memory().to(device, true);
+  const double* base = values.defined() ? values.data_ptr<double>() : scalars.data();
   for (size_t i = 0; i < args.items.size(); ++i) args.items[i].scalars = base + offset[i];
   multi_tensor_update_kernel.get(device)(args);
 }
@@ -193,24 +197,25 @@ std::vector<ParamUpdate> multi_tensor_step(
   const auto keys = state_keys(rule, o);
   const char* op = rule == OptimRule::sgd ? "SGD" : rule == OptimRule::adam ? "Adam" : "RMSprop";
   std::vector<ParamUpdate> rest;
-  std::map<std::pair<DeviceType, int>, std::vector<const ParamUpdate*>> by_device;
+  // The parameters the kernel takes, per device in order of first appearance (almost always
+  // one device: a short list, not a map).
+  std::vector<std::pair<Device, std::vector<const ParamUpdate*>>> by_device;
   for (const ParamUpdate& u : params) {
-    if (takes(u, keys)) {
-      const Device d = u.param->device();
-      by_device[{d.type, d.index}].push_back(&u);
-    } else {
+    if (!takes(u, keys)) {
       rest.push_back(u);
+      continue;
     }
+    const Device d = u.param->device();
+    auto it = std::find_if(by_device.begin(), by_device.end(),
+                           [&](const auto& entry) { return entry.first == d; });
+    if (it == by_device.end()) {
+      it = by_device.emplace(by_device.end(), d, std::vector<const ParamUpdate*>());
+      it->second.reserve(params.size());
+    }
+    it->second.push_back(&u);
   }
-  for (const auto& [key, group] : by_device)
-    run_on_device(
-        constants(rule, o, decoupled),
-        group,
-        keys,
-        o,
-        decoupled,
-        Device(key.first, key.second),
-        op);
+  for (const auto& [device, group] : by_device)
+    run_on_device(constants(rule, o, decoupled), group, keys, o, decoupled, device, op);
   return rest;
 }
 

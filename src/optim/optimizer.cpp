@@ -62,6 +62,7 @@ void Optimizer::step() {
   for (size_t g = 0; g < groups_.size(); ++g) {
     validate(groups_[g].options);  // schedulers or users may have changed them
     std::vector<ParamUpdate> with_grad;
+    with_grad.reserve(groups_[g].params.size());
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       Tensor& p = groups_[g].params[i];
       const Tensor& grad = p.grad();
