@@ -1,8 +1,8 @@
 // The thin-product float32 GEMM of small_gemm.h: 6 x 16 register tiles (12 accumulators of
 // 8 floats), A broadcast element by element (any strides), B read as rows of 16 contiguous
 // floats, the epilogue (alpha, beta, bias, ReLU) applied in registers before the one store.
-// With AVX-512, the common epilogues (none; bias + ReLU) into a row-major C take 8 x 32 tiles
-// instead: with an inner dimension of a few features the stores and the epilogue are a large
+// With AVX-512, the common epilogues (none; bias; bias + ReLU) into a row-major C take 4 x 64
+// tiles instead: with an inner dimension of a few features the stores and the epilogue are a large
 // share of each tile, and a 512-bit tile has half as many of them per multiply-add.
 #include "cpu/small_gemm.h"
 
@@ -194,58 +194,58 @@ constexpr TileFn kTiles[kMR + 1] = {
     tile<5, kKind>,
     tile<6, kKind>};
 
-// ---- AVX-512 tiles: MR x 32, C row-major, full 32-column panels --------------------------
-constexpr int kMR512 = 8;   // 16 accumulators of 16 floats, 2 of B, 1 broadcast: 19 of 32
-constexpr int kNR512 = 32;
+// ---- AVX-512 tiles: MR x (16 * NV), C row-major, full panels --------------------------------
+constexpr int kMR512 = 4;  // rows of a tile
+constexpr int kNV512 = 4;  // 512-bit vectors per tile row: 16 accumulators, 4 of B, 1 broadcast
+constexpr int kNR512 = 16 * kNV512;
 
 /// ReLU that keeps NaN (as relu_keep_nan): lanes where !(v <= 0) keep v, the others are +0.
 [[gnu::target("avx512f")]] inline __m512 relu_keep_nan512(__m512 v) {
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
 }
 
-/// One MR x 32 tile at rows i0.., columns j0..j0+31 of g (c_cs == 1), epilogue kPlain, kBias
+/// One MR x kNR512 tile at rows i0.., columns j0.. of g (c_cs == 1), epilogue kPlain, kBias
 /// or kBiasRelu. The same arithmetic per element as tile(): the k products summed from zero in
 /// order, then the bias added, then ReLU; so results do not depend on the instruction set.
+/// Four vectors per row: each broadcast feeds four FMAs, so a step of p loads 4 + MR values
+/// for 4 * MR FMAs.
 template <int MR, int kKind>
 [[gnu::target("avx512f")]] void tile512(const SmallGemm& g, int64_t i0, int64_t j0) {
   static_assert(kKind != kGeneral);
-  __m512 acc[MR][2];
+  __m512 acc[MR][kNV512];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV512; ++v) acc[r][v] = _mm512_setzero_ps();
   const float* a = g.a + i0 * g.a_rs;
   const float* b = g.b + j0;
   const int64_t a_rs = g.a_rs, a_cs = g.a_cs, b_rs = g.b_rs, k = g.k;
   for (int64_t p = 0; p < k; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b + p * b_rs);
-    const __m512 b1 = _mm512_loadu_ps(b + p * b_rs + 16);
+    __m512 bv[kNV512];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV512; ++v) bv[v] = _mm512_loadu_ps(b + p * b_rs + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * a_rs + p * a_cs]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV512; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
   float* c = g.c + i0 * g.c_rs + j0;
-  if constexpr (adds_bias(kKind)) {
-    __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
-    if (g.col_bias) {
-      col0 = _mm512_loadu_ps(g.col_bias + j0);
-      col1 = _mm512_loadu_ps(g.col_bias + j0 + 16);
-    }
+  __m512 col[kNV512];
+#pragma GCC unroll 4
+  for (int v = 0; v < kNV512; ++v)
+    col[v] = adds_bias(kKind) && g.col_bias ? _mm512_loadu_ps(g.col_bias + j0 + 16 * v)
+                                            : _mm512_setzero_ps();
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      __m512 v0 = _mm512_add_ps(acc[r][0], col0), v1 = _mm512_add_ps(acc[r][1], col1);
-      if constexpr (applies_relu(kKind)) v0 = relu_keep_nan512(v0), v1 = relu_keep_nan512(v1);
-      _mm512_storeu_ps(c + r * g.c_rs, v0);
-      _mm512_storeu_ps(c + r * g.c_rs + 16, v1);
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV512; ++v) {
+      __m512 out = acc[r][v];
+      if constexpr (adds_bias(kKind)) out = _mm512_add_ps(out, col[v]);
+      if constexpr (applies_relu(kKind)) out = relu_keep_nan512(out);
+      _mm512_storeu_ps(c + r * g.c_rs + 16 * v, out);
     }
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      _mm512_storeu_ps(c + r * g.c_rs, acc[r][0]);
-      _mm512_storeu_ps(c + r * g.c_rs + 16, acc[r][1]);
-    }
-  }
 }
 
 using Tile512Fn = void (*)(const SmallGemm&, int64_t, int64_t);
@@ -255,13 +255,9 @@ constexpr Tile512Fn kTiles512[kMR512 + 1] = {
     tile512<1, kKind>,
     tile512<2, kKind>,
     tile512<3, kKind>,
-    tile512<4, kKind>,
-    tile512<5, kKind>,
-    tile512<6, kKind>,
-    tile512<7, kKind>,
-    tile512<8, kKind>};
+    tile512<4, kKind>};
 
-/// The 32-column panels of g with AVX-512 tiles; returns the first column left to the AVX2
+/// The full kNR512-column panels of g with AVX-512 tiles; returns the first column left to the AVX2
 /// tiles (n when every panel was full).
 template <int kKind>
 int64_t full_panels_avx512(const SmallGemm& g) {
