@@ -17,6 +17,7 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/scalar.h"
+#include "ignis/shape.h"
 
 namespace ignis {
 
@@ -24,9 +25,6 @@ namespace detail {
 struct TensorImpl;
 }
 class Generator;
-
-/// Sizes or strides of a tensor, or a list of dimensions.
-using Shape = std::vector<int64_t>;
 
 /// The order of a tensor's elements in memory (PyTorch's torch.memory_format).
 /// contiguous: row-major (NCHW for images); channels_last: a 4-D [N, C, H, W] tensor stored

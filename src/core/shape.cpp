@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "core/error.h"
 #include "core/shape_fits.h"
 
@@ -99,4 +101,13 @@ namespace ignis {
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return detail::broadcast_shape(a, b, "broadcast_shapes");
 }
+}  // namespace ignis
+
+namespace ignis {
+
+size_t Shape::checked(size_t i) const {
+  if (i >= size_) throw std::out_of_range("Shape::at: index past the end");
+  return i;
+}
+
 }  // namespace ignis
