@@ -100,7 +100,10 @@ Tensor make_tensor_in_format(const Shape& sizes, DType dtype, Device device, Mem
 }
 
 Tensor make_tensor_preserving(const Tensor& like, DType dtype, Device device) {
-  // Dense layouts keep their exact strides, size-1 dims' included, as PyTorch's empty_strided.
+  // Dense layouts keep their exact strides, size-1 dims' included, as PyTorch's empty_strided
+  // (a contiguous one directly: the same strides without a second tensor handle).
+  if (like.is_contiguous() && like.strides() == contiguous_strides(like.sizes()))
+    return make_tensor(like.sizes(), dtype, device);
   if (is_non_overlapping_and_dense(like.sizes(), like.strides())) {
     Tensor flat = make_tensor({like.numel()}, dtype, device);
     return make_view(flat, like.sizes(), like.strides(), 0);
