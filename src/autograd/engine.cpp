@@ -1,7 +1,6 @@
 // The backward engine: from the roots' gradient edges, count how many gradients each node
 // waits for, then run nodes as their inputs complete (latest-created first), summing
 // gradients per input slot, and accumulate into leaves (or capture for autograd::grad).
-#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -65,7 +64,7 @@ void check_anomaly(const Node& node, const std::vector<Tensor>& in_grads) {
     g_anomaly_checks.fetch_add(1, std::memory_order_relaxed);
     if (all(isfinite(g)).item<bool>()) continue;
     const char* what = any(isnan(g)).item<bool>() ? "nan" : "inf";
-    const std::string source = dynamic_cast<const AccumulateGrad*>(e.fn.get()) != nullptr
+    const std::string source = e.fn->accumulates_into_leaf
                                    ? std::string("a leaf tensor")
                                    : fmt::format("the forward op '{}'", e.fn->name());
     throw ValueError(fmt::format(
@@ -83,21 +82,73 @@ struct NodeState {
   std::shared_ptr<Node> alive;  // keeps a node with pending gradients (and its address) alive
 };
 
+/// The NodeStates of one backward, found by node address: by a linear search while the graph
+/// is small (a training step of a small model has about ten nodes, and hashing and one map
+/// node per entry cost more than the search), through a hash index beyond kLinear nodes.
+/// Every node is added by the dependency pass before any gradient flows, so the references
+/// handed out afterwards stay valid.
+class NodeStates {
+ public:
+  NodeStates() {
+    nodes_.reserve(kLinear);
+    states_.reserve(kLinear);
+  }
+  /// The state of n, created (zero dependencies, no gradients) when n is new; *added says so.
+  NodeState& get(Node* n, bool* added = nullptr) {
+    size_t i = index_of(n);
+    const bool fresh = i == kNone;
+    if (fresh) i = add(n);
+    if (added) *added = fresh;
+    return states_[i];
+  }
+  NodeState& operator[](Node* n) { return get(n); }
+
+ private:
+  static constexpr size_t kLinear = 32;
+  static constexpr size_t kNone = ~size_t(0);
+  size_t index_of(Node* n) const {
+    if (nodes_.size() <= kLinear) {
+      for (size_t i = 0; i < nodes_.size(); ++i)
+        if (nodes_[i] == n) return i;
+      return kNone;
+    }
+    const auto it = index_.find(n);
+    return it == index_.end() ? kNone : it->second;
+  }
+  size_t add(Node* n) {
+    nodes_.push_back(n);
+    states_.emplace_back();
+    if (nodes_.size() == kLinear + 1) {  // from here on, the hash index
+      index_.reserve(4 * kLinear);
+      for (size_t i = 0; i < nodes_.size(); ++i) index_.emplace(nodes_[i], i);
+    } else if (nodes_.size() > kLinear + 1) {
+      index_.emplace(n, nodes_.size() - 1);
+    }
+    return nodes_.size() - 1;
+  }
+  std::vector<Node*> nodes_;
+  std::vector<NodeState> states_;
+  std::unordered_map<Node*, size_t> index_;
+};
+
 void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
   // Dependencies: how many edges point at each node reachable from the roots.
-  std::unordered_map<Node*, NodeState> states;
-  states.reserve(64);
+  NodeStates states;
   std::vector<Node*> stack;
-  for (const Edge& e : roots)
-    if (e.valid() && states.try_emplace(e.fn.get()).second) stack.push_back(e.fn.get());
+  for (const Edge& e : roots) {
+    if (!e.valid()) continue;
+    bool added = false;
+    states.get(e.fn.get(), &added);
+    if (added) stack.push_back(e.fn.get());
+  }
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.valid()) continue;
-      auto [it, first] = states.try_emplace(e.fn.get());
-      ++it->second.deps;
-      if (first) stack.push_back(e.fn.get());
+      bool added = false;
+      ++states.get(e.fn.get(), &added).deps;
+      if (added) stack.push_back(e.fn.get());
     }
   }
   auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
@@ -136,7 +187,7 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
     for (uint32_t i = 0; i < node->num_outputs; ++i) grads[i] = run_pre_hooks(*node, i, grads[i]);
     for (const Capture& c : task.captures)
       if (c.node == node) task.captured[c.index] = grads[c.slot];
-    const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    const bool is_leaf_node = node->accumulates_into_leaf;
     std::vector<Tensor> in_grads;
     if (!is_leaf_node || task.accumulate) in_grads = node->apply(std::move(grads));
     if (autograd::is_anomaly_enabled()) check_anomaly(*node, in_grads);

@@ -28,6 +28,7 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;  // one per input of the op (invalid when it needs no grad)
   uint32_t num_outputs = 1;
   uint64_t sequence_nr = 0;      // creation order: later nodes run first when both are ready
+  bool accumulates_into_leaf = false;  // an AccumulateGrad (the engine asks for every node)
   /// Hooks on the gradient of output i (register_hook on a non-leaf tensor), with their ids,
   /// then the metas that retain_grad() asked to receive that gradient (run after the hooks).
   std::vector<std::vector<std::pair<int64_t, std::function<Tensor(const Tensor&)>>>> pre_hooks;
@@ -79,7 +80,7 @@ struct FunctionNode final : Node {
 /// Adds incoming gradients into a leaf's grad().
 struct AccumulateGrad final : Node {
   Tensor leaf;  // keeps the leaf's TensorImpl (its meta points here only weakly)
-  explicit AccumulateGrad(Tensor t) : leaf(std::move(t)) {}
+  explicit AccumulateGrad(Tensor t) : leaf(std::move(t)) { accumulates_into_leaf = true; }
   const char* name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
 };
