@@ -87,6 +87,11 @@ void check_memory_format(const Shape& sizes, MemoryFormat format, const char* op
               op, shape_str(sizes));
 }
 
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  return a.strides() == b.strides() && is_non_overlapping_and_dense(a.sizes(), a.strides());
+}
+
 Tensor make_tensor_in_format(const Shape& sizes, DType dtype, Device device, MemoryFormat format,
                              const char* op) {
   IGNIS_CHECK(format != MemoryFormat::preserve, ValueError,

@@ -21,6 +21,10 @@ bool is_channels_last_strides_like(const Shape& sizes, const Shape& strides);
 /// PyTorch's is_non_overlapping_and_dense: the strides are a permutation of some contiguous
 /// layout's (size-1 dims ignored), so the elements tile [offset, offset + numel).
 bool is_non_overlapping_and_dense(const Shape& sizes, const Shape& strides);
+/// True when b lies in memory as a does and a is dense (both contiguous, or the same dense
+/// strides, e.g. both channels-last): an elementwise update running over both as flat arrays
+/// of numel elements from data_ptr() then pairs the same elements.
+bool same_dense_layout(const Tensor& a, const Tensor& b);
 /// Throws ValueError naming op unless format can lay out `sizes` (channels_last needs 4-D).
 void check_memory_format(const Shape& sizes, MemoryFormat format, const char* op);
 /// A new tensor in format: contiguous or channels_last (checked with check_memory_format);

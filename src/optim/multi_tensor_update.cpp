@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/graph_capture.h"
+#include "core/memory_format.h"
 #include "ignis/ops.h"
 #include "ops/write_checks.h"
 
@@ -43,21 +44,25 @@ std::array<const char*, 3> state_keys(OptimRule rule, const GroupOptions& o) {
   return {};
 }
 
-bool plain_float32_on(const Tensor& t, Device d) {
-  return t.dtype() == kFloat32 && t.is_contiguous() && t.device() == d;
+/// t is float32, on p's device and laid out as p (which is dense): the kernel then runs over
+/// both as flat arrays.
+bool float32_like(const Tensor& t, const Tensor& p) {
+  return t.dtype() == kFloat32 && t.device() == p.device() && ignis::detail::same_dense_layout(p, t);
 }
 
 /// Whether the kernel takes this parameter: it, its gradient and its existing state are
-/// contiguous float32 tensors on one device that has the kernel.
+/// float32 tensors on one device that has the kernel, in one dense layout (contiguous, or
+/// channels-last: a convolution weight after Module::to(channels_last) gets its gradient and
+/// state in its own layout, Note [Gradient layout follows the leaf]).
 bool takes(const ParamUpdate& u, const std::array<const char*, 3>& keys) {
-  const Device d = u.param->device();
-  if (!multi_tensor_update_kernel.has(d.type) || !plain_float32_on(*u.param, d) ||
-      !plain_float32_on(*u.grad, d))
+  const Tensor& p = *u.param;
+  if (!multi_tensor_update_kernel.has(p.device().type) || !float32_like(p, p) ||
+      !float32_like(*u.grad, p))
     return false;
   for (const char* key : keys) {
     if (!key) continue;
     auto it = u.state->find(key);
-    if (it != u.state->end() && !plain_float32_on(it->second, d)) return false;
+    if (it != u.state->end() && !float32_like(it->second, p)) return false;
   }
   return true;
 }

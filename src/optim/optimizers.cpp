@@ -119,14 +119,6 @@ struct DeviceLearningRates {
 };
 
 namespace {
-/// True when b lies in memory as a does and a is dense: an update running over both as flat
-/// arrays then pairs the same elements (contiguous, or both channels-last: a weight after
-/// Module::to(channels_last) gets its gradient and state in its own layout).
-bool same_dense_layout(const Tensor& a, const Tensor& b) {
-  if (a.is_contiguous() && b.is_contiguous()) return true;
-  return a.strides() == b.strides() && detail::is_non_overlapping_and_dense(a.sizes(), a.strides());
-}
-
 /// The fused SGD kernel when the device has one and the tensors are plain (float32/float64 of
 /// one dtype in one dense layout); false leaves the update to the ops below. lr_on_device:
 /// where the kernel reads lr during a CUDA graph capture (null otherwise).
@@ -134,7 +126,7 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
                const double* lr_on_device) {
   using detail::sgd_update_kernel;
   if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype() ||
-      !same_dense_layout(p, grad) || grad.device() != p.device() ||
+      !detail::same_dense_layout(p, grad) || grad.device() != p.device() ||
       !sgd_update_kernel.has(p.device().type))
     return false;
   detail::SgdUpdateArgs a;
@@ -146,7 +138,7 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
       a.first = true;
     }
     Tensor& buf = it->second;
-    if (!same_dense_layout(p, buf) || buf.dtype() != p.dtype()) return false;
+    if (!detail::same_dense_layout(p, buf) || buf.dtype() != p.dtype()) return false;
     a.momentum_buffer = buf.data_ptr();
     detail::check_writable_layout(buf, "SGD");
   }

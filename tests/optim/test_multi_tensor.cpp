@@ -1,6 +1,7 @@
 // The multi-tensor optimizer path (src/optim/multi_tensor_update.cpp and the CPU kernel of
 // src/ops/optim_kernels.h): float32 parameters updated by the fused rules against the same
-// parameters updated op by op (transposed parameters, which the kernel refuses), every option
+// parameters updated op by op (transposed parameters with row-major gradients, which the
+// kernel refuses), every option
 // of SGD, Adam/AdamW and RMSprop, parameters and states. Both round once per op, except that
 // the compiler fuses the ops' a + alpha * b into one FMA where the fused rules (built without
 // contraction, to match the GPU bit for bit) round twice: hence a few ulp of tolerance, more
@@ -89,24 +90,35 @@ struct CountKernelCalls {
 const std::vector<Shape> kShapes = {{3, 4}, {7, 5}, {2, 33}};
 constexpr int kSteps = 5;
 
+/// The same logical values laid out column-major (a transposed copy): dense, not contiguous.
+Tensor column_major(const Tensor& t) { return t.t().contiguous().t(); }
+
+/// How a run lays out its parameters and gradients.
+enum class Layout {
+  Contiguous,          // everything row-major
+  TransposedParams,    // column-major parameters, row-major gradients: the kernel refuses
+  TransposedEverything  // parameters and gradients column-major alike: the kernel takes them
+};
+
 /// What a run leaves: every parameter's values, then every state tensor's ("step" aside).
-std::vector<std::vector<double>> train(const OptimCase& c, bool transposed) {
+std::vector<std::vector<double>> train(const OptimCase& c, Layout layout) {
   std::vector<Tensor> params;
   for (size_t i = 0; i < kShapes.size(); ++i) {
     Tensor base = tensor(random_values(kShapes[i][0] * kShapes[i][1], -1, 1, 40 + i), kShapes[i])
                       .to(kFloat32);
-    // A transposed copy holds the same logical values in a layout the kernel refuses.
-    params.push_back((transposed ? base.t().contiguous().t() : base.clone()).requires_grad_());
+    params.push_back(
+        (layout == Layout::Contiguous ? base.clone() : column_major(base)).requires_grad_());
   }
   auto opt = c.make(params);
   for (int step = 0; step < kSteps; ++step) {
     for (size_t i = 0; i < params.size(); ++i) {
       // Parameter 1 has no gradient at step 2: its step count falls behind the others'.
+      Tensor g = i == 1 && step == 2
+                     ? Tensor()
+                     : tensor(random_values(params[i].numel(), -2, 2, 100 * step + i), kShapes[i])
+                           .to(kFloat32);
       params[i].mutable_grad() =
-          i == 1 && step == 2
-              ? Tensor()
-              : tensor(random_values(params[i].numel(), -2, 2, 100 * step + i), kShapes[i])
-                    .to(kFloat32);
+          g.defined() && layout == Layout::TransposedEverything ? column_major(g) : g;
     }
     opt->step();
   }
@@ -122,14 +134,30 @@ std::vector<std::vector<double>> train(const OptimCase& c, bool transposed) {
 TEST(MultiTensorUpdate, FusedFloat32MatchesTheOps) {
   for (const OptimCase& c : every_option()) {
     CountKernelCalls count;
-    const auto fused = train(c, false);
+    const auto fused = train(c, Layout::Contiguous);
     EXPECT_EQ(kernel_calls, kSteps) << c.name << ": one kernel call per step for all parameters";
     kernel_calls = 0;
-    const auto ops = train(c, true);
-    EXPECT_EQ(kernel_calls, 0) << c.name << ": transposed parameters take the ops";
+    const auto ops = train(c, Layout::TransposedParams);
+    EXPECT_EQ(kernel_calls, 0) << c.name << ": gradients laid out unlike their parameters take the ops";
     ASSERT_EQ(fused.size(), ops.size()) << c.name;
     for (size_t i = 0; i < fused.size(); ++i)
       EXPECT_TRUE(all_close(fused[i], ops[i], 2e-5, 1e-7)) << c.name << ", tensor " << i;
+  }
+}
+
+// Parameters, gradients and (new) states that share a dense non-contiguous layout — a
+// channels-last convolution weight's case — take the kernel too, element for element as the
+// contiguous run.
+TEST(MultiTensorUpdate, DenseNonContiguousLayoutsTakeTheKernel) {
+  for (const OptimCase& c : every_option()) {
+    CountKernelCalls count;
+    const auto contiguous = train(c, Layout::Contiguous);
+    kernel_calls = 0;
+    const auto transposed = train(c, Layout::TransposedEverything);
+    EXPECT_EQ(kernel_calls, kSteps) << c.name;
+    ASSERT_EQ(contiguous.size(), transposed.size()) << c.name;
+    for (size_t i = 0; i < contiguous.size(); ++i)
+      EXPECT_TRUE(all_close(contiguous[i], transposed[i], 0, 0)) << c.name << ", tensor " << i;
   }
 }
 
