@@ -370,7 +370,9 @@ bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor&
   if (in.dtype() == kFloat64) return false;
   if (!nhwc_pays(in, out)) return forward_dnnl(in, w, bias, out, p, true);
   bool fused = false;
-  via_nhwc(in, out, [&](const Tensor& x, const Tensor& y) { fused = forward_dnnl(x, w, bias, y, p, true); });
+  via_nhwc(in, out, [&](const Tensor& x, const Tensor& y) {
+    fused = forward_dnnl(x, w, bias, y, p, true);
+  });
   return fused;
 }
 

@@ -72,7 +72,8 @@ bool linear_forward(const detail::LinearForward& a) {
     for (int64_t i = 0; i < a.m; ++i)
       std::memcpy(static_cast<char*>(a.out) + size_t(i) * row_bytes, a.bias, row_bytes);
   // B = w^T: w's strides swapped.
-  cpu_gemm(a.dtype, a.m, a.n, a.k, a.x, a.x_rs, a.x_cs, a.w, a.w_cs, a.w_rs, a.out, a.bias != nullptr);
+  cpu_gemm(a.dtype, a.m, a.n, a.k, a.x, a.x_rs, a.x_cs, a.w, a.w_cs, a.w_rs, a.out,
+           a.bias != nullptr);
   return true;
 }
 

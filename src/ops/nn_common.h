@@ -21,9 +21,9 @@ inline bool is_channels_last(const Tensor& t) {
 
 /// A new uninitialised tensor of logical shape `shape` (4-D when channels_last).
 inline Tensor empty_in_layout(const Shape& shape, DType dtype, Device device, bool channels_last) {
-  return make_tensor_in_format(shape, dtype, device,
-                               channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous,
-                               "empty_in_layout");
+  return make_tensor_in_format(
+      shape, dtype, device, channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous,
+      "empty_in_layout");
 }
 
 /// t converted to dtype in the requested layout (no copy when it already is).

@@ -45,9 +45,10 @@ std::array<const char*, 3> state_keys(OptimRule rule, const GroupOptions& o) {
 }
 
 /// t is float32, on p's device and laid out as p (which is dense): the kernel then runs over
-/// both as flat arrays.
+/// both as flat arrays. float32_like(p, p): p itself is float32 and dense.
 bool float32_like(const Tensor& t, const Tensor& p) {
-  return t.dtype() == kFloat32 && t.device() == p.device() && ignis::detail::same_dense_layout(p, t);
+  return t.dtype() == kFloat32 && t.device() == p.device() &&
+         ignis::detail::same_dense_layout(p, t);
 }
 
 /// Whether the kernel takes this parameter: it, its gradient and its existing state are

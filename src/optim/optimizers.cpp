@@ -103,8 +103,9 @@ struct DeviceLearningRates {
       self->entries.push_back({group, device, empty({}, {kFloat64, device})});
     // One replay hook per entry and capture (get runs for every parameter of the group).
     const uint64_t capture = ignis::detail::capture_number();
-    if (self->entries[k].hooked_capture == capture) return self->entries[k].value.data_ptr<double>();
-    self->entries[k].hooked_capture = capture;
+    Entry& entry = self->entries[k];
+    if (entry.hooked_capture == capture) return entry.value.data_ptr<double>();
+    entry.hooked_capture = capture;
     std::weak_ptr<DeviceLearningRates> weak = self;
     ignis::detail::add_replay_hook([weak, k] {
       if (auto s = weak.lock()) {
@@ -114,7 +115,7 @@ struct DeviceLearningRates {
         e.written = lr;
       }
     });
-    return self->entries[k].value.data_ptr<double>();
+    return entry.value.data_ptr<double>();
   }
 };
 

@@ -111,8 +111,10 @@ TEST(LinearRelu, NaNPassesThroughAsRelu) {
 void check_gradients(const Case& c, bool input_grad, bool with_bias, testing::Layout layout,
                      uint64_t seed, F::Activation act = F::Activation::ReLU,
                      testing::Layout w_layout = testing::kAllLayouts[0], DType dtype = kFloat32) {
-  const auto xv = random_values(c.m * c.k, -1, 1, seed), wv = random_values(c.n * c.k, -1, 1, seed + 1),
-             bv = random_values(c.n, -1, 1, seed + 2), rv = random_values(c.m * c.n, -1, 1, seed + 3);
+  const auto xv = random_values(c.m * c.k, -1, 1, seed),
+             wv = random_values(c.n * c.k, -1, 1, seed + 1),
+             bv = random_values(c.n, -1, 1, seed + 2),
+             rv = random_values(c.m * c.n, -1, 1, seed + 3);
   Tensor x = make_input(xv, {c.m, c.k}, dtype, layout).requires_grad_(input_grad);
   Tensor w = make_input(wv, {c.n, c.k}, dtype, w_layout).requires_grad_();
   Tensor b = with_bias ? make_input(bv, {c.n}, dtype).requires_grad_() : Tensor();
@@ -133,7 +135,8 @@ void check_gradients(const Case& c, bool input_grad, bool with_bias, testing::La
         gw[size_t(j * c.k + p)] += d * xv[size_t(i * c.k + p)];
       }
     }
-  const double tol = (dtype == kFloat64 ? 1e-12 : 1e-5) * std::sqrt(double(std::max({c.m, c.n, c.k})));
+  const double tol =
+      (dtype == kFloat64 ? 1e-12 : 1e-5) * std::sqrt(double(std::max({c.m, c.n, c.k})));
   if (input_grad)
     EXPECT_TRUE(all_close(x.grad(), gx, 1e-4, tol)) << "x";
   else

@@ -138,7 +138,8 @@ TEST(MultiTensorUpdate, FusedFloat32MatchesTheOps) {
     EXPECT_EQ(kernel_calls, kSteps) << c.name << ": one kernel call per step for all parameters";
     kernel_calls = 0;
     const auto ops = train(c, Layout::TransposedParams);
-    EXPECT_EQ(kernel_calls, 0) << c.name << ": gradients laid out unlike their parameters take the ops";
+    EXPECT_EQ(kernel_calls, 0)
+        << c.name << ": gradients laid out unlike their parameters take the ops";
     ASSERT_EQ(fused.size(), ops.size()) << c.name;
     for (size_t i = 0; i < fused.size(); ++i)
       EXPECT_TRUE(all_close(fused[i], ops[i], 2e-5, 1e-7)) << c.name << ", tensor " << i;
