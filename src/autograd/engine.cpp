@@ -131,6 +131,77 @@ class NodeStates {
   std::unordered_map<Node*, size_t> index_;
 };
 
+// Note [Gradient layout follows the leaf]
+// A leaf's grad() takes the leaf's strides when the leaf is dense (a channels-last conv
+// weight gets a channels-last gradient, as PyTorch's AccumulateGrad does), and is contiguous
+// otherwise, so optimizers update parameter, gradient and state in one memory order.
+bool has_leaf_layout(const Tensor& g, const Tensor& leaf) {
+  if (is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()))
+    return g.strides() == leaf.strides() || (g.is_contiguous() && leaf.is_contiguous());
+  return g.is_contiguous();
+}
+Tensor leaf_layout_copy(const Tensor& g, const Tensor& leaf) {
+  Tensor out = is_non_overlapping_and_dense(leaf.sizes(), leaf.strides())
+                   ? make_tensor_preserving(leaf, g.dtype(), g.device())
+                   : make_tensor(g.sizes(), g.dtype(), g.device());
+  return out.copy_(g);  // recorded when g takes part in autograd (create_graph)
+}
+
+// Note [Gradient destinations]
+// A leaf can name a tensor that its first gradient of a backward may be written into, times a
+// scale (AutogradMeta::grad_destination): DistributedDataParallel names the leaf's slice of
+// its gradient bucket and 1 / world_size, so the kernel that computes a weight gradient
+// writes the averaging's share straight into the bucket and nothing is copied or scaled
+// there afterwards. The engine offers the destination to the node that produces the leaf's
+// gradient (gradient_destination(i) inside its backward function) only when that gradient
+// will become grad() as it is: the backward accumulates into grad() (not autograd::grad),
+// records nothing (not create_graph), the leaf has no grad() yet, no gradient hooks (they must
+// see the gradient as computed), no other gradient for it has arrived in this backward, and
+// the destination has the leaf's sizes, dtype, device and layout (Note [Gradient layout
+// follows the leaf]). A node may ignore the offer. AccumulateGrad keeps a gradient that is
+// the destination (its storage is shared with the bucket, so it is not "unique") instead of
+// copying it, and clears grad_destination: that the destination is gone tells its owner the
+// gradient arrived written and scaled. A second gradient for the same leaf (a weight used
+// twice) is added out of place by the engine, so the leaf then gets the sum in a new tensor
+// and the destination stays unused.
+thread_local const std::vector<GradientDestination>* t_destinations = nullptr;
+
+bool fits_leaf(const Tensor& dest, const Tensor& leaf) {
+  return dest.sizes() == leaf.sizes() && dest.dtype() == leaf.dtype() &&
+         dest.device() == leaf.device() && has_leaf_layout(dest, leaf);
+}
+
+/// Offers a node the destinations of the leaves its gradients flow into, while it runs.
+class DestinationOffer {
+ public:
+  DestinationOffer(const GraphTask& task, const Node& node, NodeStates& states)
+      : previous_(t_destinations) {
+    t_destinations = nullptr;
+    if (!task.accumulate || task.create_graph) return;
+    for (size_t i = 0; i < node.next_edges.size(); ++i) {
+      const Edge& e = node.next_edges[i];
+      if (!e.valid() || !e.fn->accumulates_into_leaf) continue;
+      const Tensor& leaf = static_cast<const AccumulateGrad&>(*e.fn).leaf;
+      const AutogradMeta* m = autograd_meta_if(leaf);
+      if (!m || !m->grad_destination.tensor.defined() || m->grad.defined() || !m->hooks.empty())
+        continue;
+      const std::vector<Tensor>& arrived = states[e.fn.get()].buffer;
+      const bool first = arrived.empty() || !arrived[0].defined();
+      if (!first || !fits_leaf(m->grad_destination.tensor, leaf)) continue;
+      offered_.resize(node.next_edges.size());
+      offered_[i] = m->grad_destination;
+    }
+    if (!offered_.empty()) t_destinations = &offered_;
+  }
+  ~DestinationOffer() { t_destinations = previous_; }
+  DestinationOffer(const DestinationOffer&) = delete;
+  DestinationOffer& operator=(const DestinationOffer&) = delete;
+
+ private:
+  std::vector<GradientDestination> offered_;
+  const std::vector<GradientDestination>* previous_;
+};
+
 void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
   // Dependencies: how many edges point at each node reachable from the roots.
   NodeStates states;
@@ -189,7 +260,10 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, const std::vector<
       if (c.node == node) task.captured[c.index] = grads[c.slot];
     const bool is_leaf_node = node->accumulates_into_leaf;
     std::vector<Tensor> in_grads;
-    if (!is_leaf_node || task.accumulate) in_grads = node->apply(std::move(grads));
+    if (!is_leaf_node || task.accumulate) {
+      DestinationOffer offer(task, *node, states);
+      in_grads = node->apply(std::move(grads));
+    }
     if (autograd::is_anomaly_enabled()) check_anomaly(*node, in_grads);
     if (!task.keep_graph) node->release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
@@ -231,6 +305,11 @@ std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs,
 }
 }  // namespace
 
+const GradientDestination* gradient_destination(size_t input) {
+  const std::vector<GradientDestination>* d = t_destinations;
+  return d && input < d->size() && (*d)[input].tensor.defined() ? &(*d)[input] : nullptr;
+}
+
 uint64_t anomaly_checks() { return g_anomaly_checks.load(std::memory_order_relaxed); }
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
@@ -248,23 +327,6 @@ Edge gradient_edge(const Tensor& t) {
   return {acc, 0};
 }
 
-// Note [Gradient layout follows the leaf]
-// A leaf's grad() takes the leaf's strides when the leaf is dense (a channels-last conv
-// weight gets a channels-last gradient, as PyTorch's AccumulateGrad does), and is contiguous
-// otherwise, so optimizers update parameter, gradient and state in one memory order.
-namespace {
-bool has_leaf_layout(const Tensor& g, const Tensor& leaf) {
-  if (is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()))
-    return g.strides() == leaf.strides() || (g.is_contiguous() && leaf.is_contiguous());
-  return g.is_contiguous();
-}
-Tensor leaf_layout_copy(const Tensor& g, const Tensor& leaf) {
-  Tensor out = is_non_overlapping_and_dense(leaf.sizes(), leaf.strides())
-                   ? make_tensor_preserving(leaf, g.dtype(), g.device())
-                   : make_tensor(g.sizes(), g.dtype(), g.device());
-  return out.copy_(g);  // recorded when g takes part in autograd (create_graph)
-}
-}  // namespace
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = std::move(grads[0]);
@@ -278,7 +340,12 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   if (!m.grad.defined()) {
     // Keep the incoming tensor when nothing else holds its storage and it is laid out as
     // the leaf (Note [Gradient layout follows the leaf]); else own a copy in that layout.
-    const bool unique = g.impl()->storage.use_count() == 1 && has_leaf_layout(g, leaf);
+    // A gradient written into the leaf's destination is kept too, and the destination is
+    // used up (Note [Gradient destinations]).
+    const bool into_destination = g.impl() == m.grad_destination.tensor.impl();
+    if (into_destination) m.grad_destination = {};
+    const bool unique =
+        into_destination || (g.impl()->storage.use_count() == 1 && has_leaf_layout(g, leaf));
     // (A gradient computed without grad mode has no history; detach() only when it carries
     // autograd state, e.g. a hook's result.)
     const auto plain = [](const Tensor& t) { return autograd_meta_if(t) ? t.detach() : t; };

@@ -21,6 +21,13 @@ struct Edge {
   bool valid() const { return fn != nullptr; }
 };
 
+/// A tensor a leaf's gradient may be written into, multiplied by `scale` (Note [Gradient
+/// destinations], src/autograd/engine.cpp).
+struct GradientDestination {
+  Tensor tensor;
+  double scale = 1;
+};
+
 struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;
@@ -32,6 +39,8 @@ struct AutogradMeta {
   std::vector<std::pair<int64_t, std::function<Tensor(const Tensor&)>>> hooks;
   std::vector<std::function<void(Tensor&)>> post_accumulate_hooks;
   std::weak_ptr<Node> grad_accumulator;  // the AccumulateGrad node of a leaf, made lazily
+  /// Where a leaf's first gradient of a backward may be written (Note [Gradient destinations]).
+  GradientDestination grad_destination;
 };
 
 /// The meta of t, created on first use.

@@ -89,6 +89,12 @@ struct AccumulateGrad final : Node {
 /// that nothing is checked while anomaly mode is off).
 uint64_t anomaly_checks();
 
+/// Inside a backward function: the destination the engine offers for the gradient of input
+/// `input` (Note [Gradient destinations]), or null. A backward that takes the offer writes
+/// the whole gradient, multiplied by the offer's scale, into its tensor and returns that same
+/// tensor (the same TensorImpl, not a view of it).
+const GradientDestination* gradient_destination(size_t input);
+
 /// The edge a gradient of t flows into: its grad_fn, or its leaf accumulator, or none.
 Edge gradient_edge(const Tensor& t);
 

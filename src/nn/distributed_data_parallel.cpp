@@ -16,11 +16,17 @@
 // replaces the tensor: zero_grad(set_to_none = true) (the default), an optimizer or a scaler
 // that assigns a new one, a create_graph backward. When its gradient is ready the Reducer
 // then copies it into the slice (one pass, as the first backward does) and makes grad() the
-// view again; zero_grad(set_to_none = false) keeps the views and avoids that copy.
+// view again; zero_grad(set_to_none = false) keeps the views and avoids that copy. Better
+// still, forward names each parameter's slice, with the averaging's 1 / world_size, as its
+// gradient destination (Note [Gradient destinations]): a gradient computed by a kernel that
+// takes the offer (a convolution's weight gradient, a product's) is then written into the
+// bucket already scaled, and neither copied nor scaled afterwards; only the gradients of other
+// ops are copied. copied_gradient_bytes() counts what the last backward copied.
 //
 // Note [DDP averaging before the sum]: without a comm_hook the Reducer multiplies each
-// gradient by 1 / world_size as it enters the bucket (in the same pass as the copy, or on the
-// slice the hook has just accumulated into, while it is in cache) and the all-reduce sums:
+// gradient by 1 / world_size as it enters the bucket (in the kernel that writes it there, in
+// the same pass as the copy, or on the slice the hook has just accumulated into, while it is
+// in cache) and the all-reduce sums:
 // no pass over the whole bucket after the collective. The result is the average up to the
 // rounding of the products (exact for a power-of-two world size). A comm_hook receives the
 // plain local gradients, as its contract says.
@@ -93,15 +99,23 @@ class Reducer {
     armed_ = true;
     ready_.assign(params_.size(), false);
     has_grad_.assign(params_.size(), 0);
+    offered_.assign(params_.size(), false);
+    copied_bytes_ = 0;
     for (Bucket& b : buckets_) {
       b.pending = int64_t(b.params.size());
       b.work.reset();
     }
     next_launch_ = 0;
     if (find_unused_) mark_unused_ready(output);
+    offer_destinations();
   }
 
-  void disarm() { armed_ = false; }
+  void disarm() {
+    armed_ = false;
+    withdraw_destinations();
+  }
+
+  ~Reducer() { withdraw_destinations(); }
 
   /// The post-accumulate hook of parameter k.
   void on_grad_ready(size_t k) {
@@ -116,6 +130,7 @@ class Reducer {
 
   /// The bucket slice that is parameter k's gradient (for inspection and tests).
   const Tensor& bucket_view(size_t k) const { return views_[k]; }
+  int64_t copied_bytes() const { return copied_bytes_; }
 
   std::vector<std::vector<std::string>> bucket_names() const {
     std::vector<std::vector<std::string>> out;
@@ -156,8 +171,12 @@ class Reducer {
     if (!g.defined()) {
       view.zero_();
     } else if (is_bucket_view(g, k)) {
-      if (prescale_ != 1) view.mul_(prescale_);
+      // Written there by its kernel, already scaled, when the engine used the destination up;
+      // else accumulated into the view in place.
+      const bool written = offered_[k] && !destination_of(k).tensor.defined();
+      if (prescale_ != 1 && !written) view.mul_(prescale_);
     } else {
+      copied_bytes_ += g.nbytes();
       if (prescale_ != 1)
         ignis::detail::binary_op(g, Scalar(prescale_), kernels::BinaryOp::mul,
                                  kernels::BinaryKind::Arithmetic, "mul", {}, &view);
@@ -167,6 +186,26 @@ class Reducer {
     }
     Bucket& b = buckets_[bucket_of_[k]];
     if (--b.pending == 0) launch_ready_buckets();
+  }
+
+  // Note [DDP gradients as bucket views]: each contiguous parameter (the slices are
+  // contiguous) gets its slice and the averaging's factor as the destination of its coming
+  // gradient; the engine uses it only if grad() is still undefined when backward reaches the
+  // parameter (and uses it up then).
+  void offer_destinations() {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const Tensor& p = params_[k].second;
+      if (ready_[k] || !p.is_contiguous()) continue;
+      destination_of(k) = {views_[k], prescale_};
+      offered_[k] = true;
+    }
+  }
+  void withdraw_destinations() {
+    for (auto& [name, p] : params_)
+      if (auto* m = ignis::detail::autograd_meta_if(p)) m->grad_destination = {};
+  }
+  ignis::detail::GradientDestination& destination_of(size_t k) {
+    return ignis::detail::autograd_meta(params_[k].second).grad_destination;
   }
 
   void launch_ready_buckets() {
@@ -194,6 +233,7 @@ class Reducer {
       // else, as PyTorch, a gradient no rank produced stays undefined
     }
     armed_ = false;
+    withdraw_destinations();
   }
 
   // Note [DDP unused parameters]: with find_unused_parameters, a parameter no rank produced a
@@ -221,6 +261,7 @@ class Reducer {
         missing.push_back(params_[k].first);
     }
     armed_ = false;
+    withdraw_destinations();
     if (done == 0) return;  // no backward ran since the last forward: nothing to finish
     std::string names;
     for (const auto& n : missing) names += (names.empty() ? "" : ", ") + n;
@@ -264,6 +305,8 @@ class Reducer {
   double prescale_ = 1;        // what a gradient is multiplied by as it enters its bucket
   std::vector<bool> ready_;
   std::vector<uint8_t> has_grad_;  // whether parameter k had a gradient when it became ready
+  std::vector<bool> offered_;      // whether parameter k was offered its slice as destination
+  int64_t copied_bytes_ = 0;       // gradient bytes copied into the buckets in this backward
   size_t next_launch_ = 0;
   bool armed_ = false;
 
@@ -329,6 +372,10 @@ DistributedDataParallel::NoSyncGuard::~NoSyncGuard() { ddp_.reducer_->sync = pre
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_parameter_names() const {
   return reducer_->bucket_names();
+}
+
+int64_t DistributedDataParallel::copied_gradient_bytes() const {
+  return reducer_->copied_bytes();
 }
 
 Tensor DistributedDataParallel::gradient_bucket_view(const std::string& name) const {

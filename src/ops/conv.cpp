@@ -5,6 +5,7 @@
 // reuses the three convolution kernels with input and output exchanged.
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "autograd/meta.h"
 #include "core/memory_format.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
@@ -243,7 +244,8 @@ Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& b
 }
 
 ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                          const Conv2dParams& p, ConvNeed need) {
+                          const Conv2dParams& p, ConvNeed need,
+                          const GradientDestination* weight_out) {
   check_conv2d(input, weight, Tensor(), p);
   const Pair2 hw = conv_output_hw("conv2d", input, weight, p);
   check_grad_shape("conv2d", grad_out, {input.size(0), weight.size(0), hw[0], hw[1]});
@@ -262,7 +264,17 @@ ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Ten
     r.input = r.input.to(input.dtype());
   }
   if (need.weight) {
-    r.weight = empty_in_layout(weight.sizes(), pr.cd, weight.device(), is_channels_last(weight));
+    const bool channels_last = is_channels_last(weight);
+    const Tensor* out = weight_out ? &weight_out->tensor : nullptr;
+    // On a GPU only at the alignment of a fresh allocation, so that cuDNN's choice of kernel
+    // is the same as without the destination (oneDNN's reorder writes any address).
+    const bool aligned = weight.device().is_cpu() ||
+                         (out && reinterpret_cast<uintptr_t>(out->data_ptr()) % 256 == 0);
+    const bool into_out = out && aligned && out->dtype() == pr.cd &&
+                          out->device() == weight.device() && out->sizes() == weight.sizes() &&
+                          (channels_last ? is_channels_last(*out) : out->is_contiguous());
+    r.weight = into_out ? *out
+                        : empty_in_layout(weight.sizes(), pr.cd, weight.device(), channels_last);
     Tensor gb = need.bias ? make_tensor({weight.size(0)}, pr.cd, weight.device()) : Tensor();
     if (empty) {
       r.weight.zero_();
@@ -271,6 +283,7 @@ ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Ten
       conv2d_backward_weight_kernel.get(input.device())(g, activation_operand(input, pr),
                                                         r.weight, gb, p);
     }
+    if (into_out && weight_out->scale != 1) r.weight.mul_(weight_out->scale);
     r.weight = r.weight.to(weight.dtype());
     if (gb.defined()) r.bias = gb.to(input.dtype());
   } else if (need.bias) {

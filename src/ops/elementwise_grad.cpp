@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/record.h"
+#include "core/shape.h"
 #include "ignis/ops.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
@@ -23,6 +24,24 @@ Tensor relu_backward(const Tensor& g, const Tensor& out) {
 }
 
 namespace {
+
+/// g * other as the gradient of input `input` of a product, whose value is `self`: written
+/// into the engine's destination for it (Note [Gradient destinations]) when the product needs
+/// no reduction to self's shape; the scale then goes into whichever factor is much smaller
+/// (a scalar factor, as in x * w with a scalar x), else it costs a pass over the result.
+Tensor product_gradient(const Tensor& g, const Tensor& other, size_t input, const Tensor& self) {
+  const GradientDestination* d = gradient_destination(input);
+  if (!d || d->tensor.sizes() != self.sizes() ||
+      broadcast_shape(g.sizes(), other.sizes(), "mul") != self.sizes())
+    return mul(g, other);
+  Tensor out = d->tensor;
+  const bool scale_other = d->scale != 1 && other.numel() * 8 <= out.numel();
+  const bool scale_g = d->scale != 1 && !scale_other && g.numel() * 8 <= out.numel();
+  binary_op(scale_g ? mul(g, d->scale) : g, scale_other ? mul(other, d->scale) : other,
+            BinaryOp::mul, kernels::BinaryKind::Arithmetic, "mul", {}, &out);
+  if (d->scale != 1 && !scale_other && !scale_g) out.mul_(d->scale);
+  return out;
+}
 
 /// A unary op applied to x for use inside backward formulas (e.g. gelu's derivative).
 Tensor apply_unary(UnaryOp op, const Tensor& x) {
@@ -125,8 +144,12 @@ void record_binary(BinaryOp op, const char* name, const Tensor& a, const Tensor&
     case BinaryOp::sub:
       return two([alpha](const Grads& g, const Grads&) { return Grads{g[0], mul(g[0], -alpha)}; }, {});
     case BinaryOp::mul:
-      return two([](const Grads& g, const Grads& s) { return Grads{mul(g[0], s[1]), mul(g[0], s[0])}; },
-                 {save(a), save(b)});
+      return two(
+          [](const Grads& g, const Grads& s) {
+            return Grads{product_gradient(g[0], s[1], 0, s[0]),
+                         product_gradient(g[0], s[0], 1, s[1])};
+          },
+          {save(a), save(b)});
     case BinaryOp::div:
       return two(
           [](const Grads& g, const Grads& s) {

@@ -34,7 +34,7 @@ Tensor conv2d_node(const Tensor& input, const Tensor& weight, const Tensor& bias
            {save(input), save(weight), relu ? save_output(out) : SaveSpec{}},
            [p, need, relu](const Grads& g, const Grads& s) {
              const Tensor go = relu ? relu_backward(g[0], s[2]) : g[0];
-             ConvGrads r = conv2d_backward(go, s[0], s[1], p, need);
+             ConvGrads r = conv2d_backward(go, s[0], s[1], p, need, gradient_destination(1));
              return Grads{r.input, r.weight, r.bias};
            });
   }

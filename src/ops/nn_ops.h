@@ -16,6 +16,8 @@
 
 namespace ignis::detail {
 
+struct GradientDestination;  // src/autograd/meta.h
+
 /// A (height, width) pair.
 using Pair2 = std::array<int64_t, 2>;
 
@@ -61,9 +63,13 @@ Tensor conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& b
 /// saved output (ignis::conv2d and nn::functional::conv2d with Activation::ReLU).
 Tensor conv2d_node(const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const Conv2dOptions& o, bool relu);
-/// Gradients of conv2d_forward for grad_out [N, O, Ho, Wo].
+/// Gradients of conv2d_forward for grad_out [N, O, Ho, Wo]. The weight gradient, times the
+/// destination's scale, is written into weight_out's tensor when that is laid out as the
+/// gradient would be (Note [Gradient destinations]: the engine's offer), and is then that
+/// tensor.
 ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                          const Conv2dParams& p, ConvNeed need = {});
+                          const Conv2dParams& p, ConvNeed need = {},
+                          const GradientDestination* weight_out = nullptr);
 
 struct ConvTranspose2dParams {
   Pair2 stride{1, 1};

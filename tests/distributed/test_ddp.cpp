@@ -118,7 +118,63 @@ void train_and_compare(nn::DistributedDataParallelOptions options, int steps, in
   EXPECT_FALSE(model.unused.weight.grad().defined());
 }
 
+// The small CNN: two convolutions (the first two-thirds of its gradient bytes), ReLU,
+// pooling and a linear classifier, on 8x8 single-channel images.
+struct SmallCNN : nn::Module {
+  nn::Conv2d conv1{this, "conv1", 1, 8, 3, 1, 1, true};
+  nn::Conv2d conv2{this, "conv2", 8, 16, 3, 1, 1, true};
+  nn::Linear fc{this, "fc", 16, 4};
+  ig::Tensor forward(const ig::Tensor& x) override {
+    ig::Tensor h = ig::max_pool2d(ig::relu(conv1(x)), {.kernel_size = {2, 2}});
+    return fc(ig::adaptive_avg_pool2d(ig::relu(conv2(h)), {1, 1}).flatten(1));
+  }
+};
+
+std::pair<ig::Tensor, ig::Tensor> global_image_batch(int step) {
+  const int64_t n = kLocalBatch * dist::world_size();
+  ig::Tensor x = ig::testing::random_tensor({n, 1, 8, 8}, -1, 1, 3000 + step).to(ig::kFloat32);
+  ig::Tensor y = ig::testing::random_tensor({n}, 0, 4, 4000 + step).to(ig::kInt64);
+  return {x, y};
+}
+
 }  // namespace
+
+// 20 SGD steps of the small CNN with zero_grad(set_to_none) between them. The convolutions'
+// weight gradients must be written into the buckets by their kernel (Note [Gradient
+// destinations]): only the biases and the linear layer's gradients are copied, by the count
+// DDP reports. Training must match one process on the whole batch.
+TEST(DDP, SmallCNNMatchesSingleProcessTrainingWithGradientsWrittenIntoTheBuckets) {
+  SmallCNN model, reference;
+  ig::manual_seed(uint64_t(23 + dist::rank()));
+  model.conv1.reset_parameters();
+  model.conv2.reset_parameters();
+  model.fc.reset_parameters();
+  nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = 1000 * 4 / 1048576.0});
+  nn::StateDict copy;
+  for (const auto& [k, v] : model.state_dict()) copy.insert(k, v.clone());
+  reference.load_state_dict(copy);
+  int64_t not_conv_weight_bytes = 0;
+  for (const auto& [name, p] : model.named_parameters())
+    if (name != "conv1.weight" && name != "conv2.weight") not_conv_weight_bytes += p.nbytes();
+  const ig::optim::SGDOptions sgd{.lr = 0.05, .momentum = 0.9};
+  ig::optim::SGD opt(model.parameters(), sgd);
+  ig::optim::SGD ref_opt(reference.parameters(), sgd);
+  for (int step = 0; step < 20; ++step) {
+    SCOPED_TRACE(fmt::format("step {}", step));
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    const auto batch = global_image_batch(step);
+    ig::nn::functional::cross_entropy(reference(batch.first), batch.second).backward();
+    ig::nn::functional::cross_entropy(ddp(local_part(batch.first)), local_part(batch.second))
+        .backward();
+    EXPECT_TRUE(grads_are_bucket_views(ddp));
+    EXPECT_EQ(ddp.copied_gradient_bytes(), not_conv_weight_bytes);
+    opt.step();
+    ref_opt.step();
+  }
+  EXPECT_EQ(ddp.bucket_parameter_names().size(), 3u);  // conv2's weight alone in one bucket
+  expect_same_parameters(model, reference, 1e-5);
+}
 
 TEST(DDP, BroadcastsRankZerosParametersAtConstruction) {
   MLP model;

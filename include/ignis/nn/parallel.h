@@ -81,6 +81,10 @@ class DistributedDataParallel : public Module {
   /// module().named_parameters()) has as its gradient; after a synchronised backward its
   /// grad() is this view (for inspection and tests). Throws ValueError for an unknown name.
   Tensor gradient_bucket_view(const std::string& name) const;
+  /// Gradient bytes the last synchronised backward copied into the buckets: those whose
+  /// kernel did not write them there (already averaged) and that were not accumulated into
+  /// their bucket view. 0 when every gradient was written in place (for performance checks).
+  int64_t copied_gradient_bytes() const;
 
  private:
   Module& module_;
