@@ -507,10 +507,11 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       }
       if (progress) progress->epoch = epoch, progress->step = step + 1;
       StepResult r;
-      const bool graph_step =
-          graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct, r.finite);
+      const bool graph_step = graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct);
       if (graph_step) {
-        r.loss_finite = r.finite;
+        // The captured step's loss alone is checked (one read, as the eager step's flag); a
+        // non-finite gradient shows in the next step's loss.
+        r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
       } else {
         optimizer->zero_grad();
         r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);

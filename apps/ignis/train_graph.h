@@ -26,14 +26,13 @@ class GraphedStep {
       const TrainOptions& o,
       const TrainAmp& amp);
   /// One optimizer step on (x, y): true with the batch's loss sum and correct count (0-dim
-  /// device tensors, as the eager step's) and whether the loss is finite; false when the step cannot be captured
-  /// (said once on stdout): the caller then takes its eager step, now and from then on.
+  /// device tensors, as the eager step's); false when the step cannot be captured (said once
+  /// on stdout): the caller then takes its eager step, now and from then on.
   bool run(
       const ignis::Tensor& x,
       const ignis::Tensor& y,
       ignis::Tensor& loss_sum,
-      ignis::Tensor& correct,
-      bool& finite);
+      ignis::Tensor& correct);
 
  private:
   bool active_ = true;

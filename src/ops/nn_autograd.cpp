@@ -103,26 +103,46 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   return out;
 }
 
+namespace {
+/// batch_norm as one graph node, alone (epilogue None) or with the ReLU (Relu) or the residual
+/// add and ReLU (AddRelu) written in the same pass; the ReLU's mask is the saved output's
+/// sign, so no pre-activation tensor is kept.
+Tensor batch_norm_node(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                       double eps, BnEpilogue epilogue, const Tensor& residual) {
+  NormResult r;
+  {
+    // Running statistics are updated in place without recording (they are buffers).
+    GradModeScope no_grad(false);
+    r = batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                           epilogue, residual);
+  }
+  if (!needs_grad({&input, &weight, &bias, &residual})) return r.output;
+  const bool relu = epilogue != BnEpilogue::None;
+  const bool want_residual = wants(residual);
+  const char* name = epilogue == BnEpilogue::AddRelu ? "batch_norm_add_relu"
+                     : relu                          ? "batch_norm_relu"
+                                                     : "batch_norm";
+  record(name, {r.output}, {input, weight, bias, residual},
+         {save(input), save(weight), save(r.save_mean), save(r.save_invstd),
+          relu ? save_output(r.output) : SaveSpec{}},
+         [training, epilogue, want_residual](const Grads& g, const Grads& s) {
+           NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training, epilogue,
+                                             s[4], want_residual);
+           return Grads{n.input, n.weight, n.bias, n.residual};
+         });
+  return r.output;
+}
+}  // namespace
+
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
   // Not on an autocast list, as in PyTorch: a bf16/float16 input is normalised in its own
   // dtype with float32 parameters and statistics (Note [Batch norm on 16-bit inputs]), so a
   // convolution's 16-bit output reaches the next convolution without two casts.
-  NormResult r;
-  {
-    // Running statistics are updated in place without recording (they are buffers).
-    GradModeScope no_grad(false);
-    r = batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);
-  }
-  if (needs_grad({&input, &weight, &bias}))
-    record("batch_norm", {r.output}, {input, weight, bias},
-           {save(input), save(weight), save(r.save_mean), save(r.save_invstd)},
-           [training](const Grads& g, const Grads& s) {
-             NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training);
-             return Grads{n.input, n.weight, n.bias};
-           });
-  return r.output;
+  return batch_norm_node(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                         BnEpilogue::None, Tensor());
 }
 
 Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
@@ -134,27 +154,8 @@ Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Te
     return relu(add(batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                                eps),
                     residual));
-  const BnEpilogue epilogue = residual.defined() ? BnEpilogue::AddRelu : BnEpilogue::Relu;
-  NormResult r;
-  {
-    // Running statistics are updated in place without recording (they are buffers).
-    GradModeScope no_grad(false);
-    r = batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps,
-                           epilogue, residual);
-  }
-  if (needs_grad({&input, &weight, &bias, &residual})) {
-    const bool want_residual = wants(residual);
-    // The ReLU mask is the saved output's sign; no pre-activation tensor is kept.
-    record(residual.defined() ? "batch_norm_add_relu" : "batch_norm_relu", {r.output},
-           {input, weight, bias, residual},
-           {save(input), save(weight), save(r.save_mean), save(r.save_invstd), save_output(r.output)},
-           [training, epilogue, want_residual](const Grads& g, const Grads& s) {
-             NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training, epilogue,
-                                               s[4], want_residual);
-             return Grads{n.input, n.weight, n.bias, n.residual};
-           });
-  }
-  return r.output;
+  return batch_norm_node(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                         residual.defined() ? BnEpilogue::AddRelu : BnEpilogue::Relu, residual);
 }
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,

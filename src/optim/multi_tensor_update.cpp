@@ -126,7 +126,6 @@ void append_scalars(
     std::vector<double>& out) {
   const double lr = option(o, "lr");
   if (rule != OptimRule::adam) {
-    if (rule == OptimRule::rmsprop) bump_step(st);
     out.push_back(lr);
     return;
   }
@@ -172,13 +171,14 @@ void run_on_device(
       ignis::detail::check_writable_layout(it->second, op);
       item.state[k] = it->second.data_ptr<float>();
     }
-    // SGD and RMSprop share one value per group; Adam's depend on each parameter's count.
+    // SGD and RMSprop share one value per group; Adam's depend on each parameter's count
+    // (bumped by append_scalars). RMSprop counts steps per parameter for its state only.
+    if (args.rule == OptimRule::rmsprop) bump_step(*u->state);
     if (scalars.empty() || args.rule == OptimRule::adam) {
       offset.push_back(scalars.size());
       append_scalars(args.rule, o, decoupled, *u->state, scalars);
     } else {
       offset.push_back(0);
-      if (args.rule == OptimRule::rmsprop) bump_step(*u->state);
     }
     args.items.push_back(item);
   }
