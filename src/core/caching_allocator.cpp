@@ -326,14 +326,20 @@ size_t CachingAllocator::block_size(const void* ptr) const {
 
 void CachingAllocator::throw_oom(size_t requested, size_t rounded, size_t seg) {
   ++stats_.ooms;
-  const size_t free_bytes = raw_.free_bytes();
+  // Not queried during a CUDA graph capture, where the call may be refused.
+  const bool capturing = capture_underway();
+  const size_t free_bytes = capturing ? 0 : raw_.free_bytes();
   throw AllocatorOutOfMemoryError(
       fmt::format(
           "[{} allocator] out of memory: tried to allocate {} bytes ({:.2f} MiB; a {}-byte "
-          "segment for a {}-byte block); the device reports {} bytes free; Ignis holds {} bytes "
-          "allocated and {} bytes reserved (the cache was released and the allocation retried)",
-          label_, requested, double(requested) / (1 << 20), seg, rounded, free_bytes,
-          stats_.allocated, stats_.reserved),
+          "segment for a {}-byte block); {}; Ignis holds {} bytes allocated and {} bytes "
+          "reserved ({})",
+          label_, requested, double(requested) / (1 << 20), seg, rounded,
+          capturing ? "during a CUDA graph capture (free memory not queried)"
+                    : fmt::format("the device reports {} bytes free", free_bytes),
+          stats_.allocated, stats_.reserved,
+          capturing ? "nothing is released during a capture"
+                    : "the cache was released and the allocation retried"),
       label_, requested, free_bytes, stats_.allocated, stats_.reserved);
 }
 

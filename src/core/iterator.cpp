@@ -67,14 +67,18 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memo
               op, out, kMaxPlanDims);
   p.ndim = out;
   bool contiguous = out <= 1;
+  // The farthest element an operand reaches sums its dims' extents (a [2, 3e9]-strided view
+  // of 1e9 columns spans 4e9 elements though no single dim does).
   int64_t max_offset = p.numel;
+  int64_t span[kMaxOperands] = {};
   for (int d = 0; d < out; ++d) {
     p.sizes[d] = sizes[d];
     for (int i = 0; i < n; ++i) {
       p.strides[i][d] = strides[i][d];
-      max_offset = std::max<int64_t>(max_offset, (sizes[d] - 1) * std::abs(strides[i][d]) + 1);
+      span[i] += (sizes[d] - 1) * std::abs(strides[i][d]);
     }
   }
+  for (int i = 0; i < n; ++i) max_offset = std::max<int64_t>(max_offset, span[i] + 1);
   if (out == 1)
     for (int i = 0; i < n; ++i) contiguous &= p.strides[i][0] == 1;
   p.contiguous = contiguous;

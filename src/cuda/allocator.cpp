@@ -1,6 +1,7 @@
 // The CUDA device allocator and the pinned host allocator: the caching policy of
 // src/core/caching_allocator.h (Note [Device caching allocator]) over cudaMalloc /
 // cudaHostAlloc, with CUDA events for blocks used on several streams.
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -93,6 +94,17 @@ class PinnedMemory final : public EventsOnStreams {
   size_t free_bytes() override { return 0; }  // not known for host memory
 };
 
+/// Frees p for a storage's destructor, which must not throw: a CUDA error there (after an
+/// earlier sticky error, or while the runtime unloads at exit) is reported and the block
+/// leaked, instead of terminating the process.
+void free_from_destructor(CachingAllocator& cache, void* p) noexcept {
+  try {
+    cache.free(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ignis: memory not returned to the cache (leaked): %s\n", e.what());
+  }
+}
+
 /// One device's allocator as seen by storages: allocates on the current stream.
 class DeviceAllocator final : public ignis::detail::Allocator {
  public:
@@ -101,7 +113,7 @@ class DeviceAllocator final : public ignis::detail::Allocator {
   void* allocate(size_t n) override {
     return cache_.allocate(n, reinterpret_cast<RawMemory::Stream>(current_cuda_stream(device_)));
   }
-  void deallocate(void* p, size_t) override { cache_.free(p); }
+  void deallocate(void* p, size_t) override { free_from_destructor(cache_, p); }
   void empty_cache() override { cache_.empty_cache(); }
   CachingAllocator& cache() { return cache_; }
 
@@ -119,7 +131,7 @@ class PinnedAllocator final : public ignis::detail::Allocator {
     require_device(0, "pin_memory");  // pinned memory needs a driver and a device
     return cache_.allocate(n, 0);
   }
-  void deallocate(void* p, size_t) override { cache_.free(p); }
+  void deallocate(void* p, size_t) override { free_from_destructor(cache_, p); }
   void empty_cache() override { cache_.empty_cache(); }
   CachingAllocator& cache() { return cache_; }
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -98,24 +99,51 @@ cudnnDataType_t compute_type(DType t) {
 
 bool is_16bit(DType t) { return t == kBFloat16 || t == kFloat16; }
 
+/// A descriptor dimension as cuDNN's int; larger sizes and strides are refused, not truncated.
+int desc_int(int64_t v, const char* op) {
+  IGNIS_CHECK(
+      v <= std::numeric_limits<int>::max(),
+      NotImplementedError,
+      "[{}] a size or stride of {} does not fit cuDNN's 32-bit descriptors",
+      op,
+      v);
+  return int(v);
+}
+
+/// t's strides with each size-1 dim's stride set to what a packed tensor in the call's layout
+/// (NHWC or NCHW) would have there. Such a stride addresses nothing, but cuDNN reads the layout
+/// from the strides: a [N, 1, H, W] tensor is both NCHW and NHWC, and its C stride must agree
+/// with the layout of the call's other operands.
+std::array<int64_t, 4> descriptor_strides(const Tensor& t, bool nhwc) {
+  std::array<int64_t, 4> st{t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
+  const std::array<int, 4> inner_first =
+      nhwc ? std::array<int, 4>{1, 3, 2, 0} : std::array<int, 4>{3, 2, 1, 0};
+  int64_t packed = 1;
+  for (int d : inner_first) {
+    if (t.size(d) == 1)
+      st[d] = packed;
+    else
+      packed *= t.size(d);
+  }
+  return st;
+}
+
 /// Owning wrappers of the three descriptor kinds.
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc(const Tensor& t, const char* op) {
+  /// t [N, C, H, W] with strides; nhwc: the layout of the call it takes part in.
+  TensorDesc(const Tensor& t, bool nhwc, const char* op) {
+    const std::array<int64_t, 4> st = descriptor_strides(t, nhwc);
+    std::array<int, 8> v{};  // sizes, then strides: checked before anything is created
+    for (int i = 0; i < 4; ++i) {
+      v[i] = desc_int(t.size(i), op);
+      v[4 + i] = desc_int(st[i], op);
+    }
     IGNIS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d), op);
-    IGNIS_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptorEx(
-            d,
-            data_type(t.dtype()),
-            int(t.size(0)),
-            int(t.size(1)),
-            int(t.size(2)),
-            int(t.size(3)),
-            int(t.stride(0)),
-            int(t.stride(1)),
-            int(t.stride(2)),
-            int(t.stride(3))),
-        op);
+    const cudnnStatus_t set = cudnnSetTensor4dDescriptorEx(
+        d, data_type(t.dtype()), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    if (set != CUDNN_STATUS_SUCCESS) cudnnDestroyTensorDescriptor(d);  // not leaked on throw
+    IGNIS_CUDNN_CHECK(set, op);
   }
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
   TensorDesc(const TensorDesc&) = delete;
@@ -167,6 +195,12 @@ struct ConvDesc {
                                                                 : CUDNN_DEFAULT_MATH;
     IGNIS_CUDNN_CHECK(cudnnSetConvolutionMathType(d, math), op);
   }
+  /// The math type the chosen algorithm was reported with; float32 never takes TF32 while
+  /// TF32 is off, whatever the report.
+  void use(cudnnMathType_t math, DType t, const char* op) {
+    if (t == kFloat32 && !allow_tf32()) math = CUDNN_FMA_MATH;
+    IGNIS_CUDNN_CHECK(cudnnSetConvolutionMathType(d, math), op);
+  }
   ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
   ConvDesc(const ConvDesc&) = delete;
   ConvDesc& operator=(const ConvDesc&) = delete;
@@ -183,8 +217,8 @@ struct Descs {
   ConvDesc conv;
   Descs(const Tensor& xt, const Tensor& wt, const Tensor& yt, const Conv2dParams& p, const char* op)
       : nhwc(ignis::detail::is_channels_last(xt) || ignis::detail::is_channels_last(yt)),
-        x(xt, op),
-        y(yt, op),
+        x(xt, nhwc, op),
+        y(yt, nhwc, op),
         w(wt, nhwc, op),
         conv(p, xt.dtype(), op) {}
 };
@@ -231,25 +265,33 @@ AlgoKey key_of(
   return k;
 }
 
+/// An algorithm with the math type cuDNN reported for it: since cuDNN 7.4 the two together
+/// choose the kernel, so the descriptor gets the math type before the workspace query and
+/// the call (as PyTorch does).
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
 /// The algorithm for key, found once (by cuDNN's heuristics, or timed in benchmark mode).
 template <class Find>
-int cached_algo(const AlgoKey& key, const Find& find) {
+AlgoChoice cached_algo(const AlgoKey& key, const Find& find) {
   static std::mutex mu;
-  static std::map<AlgoKey, int> cache;
+  static std::map<AlgoKey, AlgoChoice> cache;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const int algo = find();
+  const AlgoChoice algo = find();
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, algo);
   return algo;
 }
 
 template <class Perf>
-int first_supported(const Perf* perf, int count, const char* op) {
+AlgoChoice first_supported(const Perf* perf, int count, const char* op) {
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) return int(perf[i].algo);
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) return {int(perf[i].algo), perf[i].mathType};
   throw NotImplementedError(fmt::format("[{}] cuDNN offers no algorithm for this convolution", op));
 }
 
@@ -287,35 +329,36 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, w, y, p, op);
   const Tensor wm = filter_memory(w, d);
-  const auto algo =
-      cudnnConvolutionFwdAlgo_t(cached_algo(key_of(Pass::Forward, dev, x, w, y, p), [&] {
-        cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
-        int n = 0;
-        IGNIS_CUDNN_CHECK(
-            cudnnGetConvolutionForwardAlgorithm_v7(
-                h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
-            op);
-        if (!cudnn_benchmark()) return first_supported(perf, n, op);
-        const size_t wsb = benchmark_workspace(perf, n);
-        Tensor ws = workspace(wsb, x.device());
-        IGNIS_CUDNN_CHECK(
-            cudnnFindConvolutionForwardAlgorithmEx(
-                h,
-                d.x.d,
-                x.data_ptr(),
-                d.w.d,
-                wm.data_ptr(),
-                d.conv.d,
-                d.y.d,
-                y.data_ptr(),
-                kMaxAlgos,
-                &n,
-                perf,
-                data_or_null(ws),
-                wsb),
-            op);
-        return first_supported(perf, n, op);  // sorted by time
-      }));
+  const AlgoChoice choice = cached_algo(key_of(Pass::Forward, dev, x, w, y, p), [&] {
+    cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
+    int n = 0;
+    IGNIS_CUDNN_CHECK(
+        cudnnGetConvolutionForwardAlgorithm_v7(
+            h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
+        op);
+    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    const size_t wsb = benchmark_workspace(perf, n);
+    Tensor ws = workspace(wsb, x.device());
+    IGNIS_CUDNN_CHECK(
+        cudnnFindConvolutionForwardAlgorithmEx(
+            h,
+            d.x.d,
+            x.data_ptr(),
+            d.w.d,
+            wm.data_ptr(),
+            d.conv.d,
+            d.y.d,
+            y.data_ptr(),
+            kMaxAlgos,
+            &n,
+            perf,
+            data_or_null(ws),
+            wsb),
+        op);
+    return first_supported(perf, n, op);  // sorted by time
+  });
+  d.conv.use(choice.math, x.dtype(), op);
+  const auto algo = cudnnConvolutionFwdAlgo_t(choice.algo);
   size_t bytes = 0;
   IGNIS_CUDNN_CHECK(
       cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo, &bytes), op);
@@ -345,35 +388,36 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(gx, w, gy, p, op);
   const Tensor wm = filter_memory(w, d);
-  const auto algo =
-      cudnnConvolutionBwdDataAlgo_t(cached_algo(key_of(Pass::Data, dev, gx, w, gy, p), [&] {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
-        int n = 0;
-        IGNIS_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
-            op);
-        if (!cudnn_benchmark()) return first_supported(perf, n, op);
-        const size_t wsb = benchmark_workspace(perf, n);
-        Tensor ws = workspace(wsb, gx.device());
-        IGNIS_CUDNN_CHECK(
-            cudnnFindConvolutionBackwardDataAlgorithmEx(
-                h,
-                d.w.d,
-                wm.data_ptr(),
-                d.y.d,
-                gy.data_ptr(),
-                d.conv.d,
-                d.x.d,
-                gx.data_ptr(),
-                kMaxAlgos,
-                &n,
-                perf,
-                data_or_null(ws),
-                wsb),
-            op);
-        return first_supported(perf, n, op);
-      }));
+  const AlgoChoice choice = cached_algo(key_of(Pass::Data, dev, gx, w, gy, p), [&] {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
+    int n = 0;
+    IGNIS_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
+        op);
+    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    const size_t wsb = benchmark_workspace(perf, n);
+    Tensor ws = workspace(wsb, gx.device());
+    IGNIS_CUDNN_CHECK(
+        cudnnFindConvolutionBackwardDataAlgorithmEx(
+            h,
+            d.w.d,
+            wm.data_ptr(),
+            d.y.d,
+            gy.data_ptr(),
+            d.conv.d,
+            d.x.d,
+            gx.data_ptr(),
+            kMaxAlgos,
+            &n,
+            perf,
+            data_or_null(ws),
+            wsb),
+        op);
+    return first_supported(perf, n, op);
+  });
+  d.conv.use(choice.math, gx.dtype(), op);
+  const auto algo = cudnnConvolutionBwdDataAlgo_t(choice.algo);
   size_t bytes = 0;
   IGNIS_CUDNN_CHECK(
       cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d, algo, &bytes),
@@ -405,35 +449,36 @@ void backward_filter(
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, gw, gy, p, op);
   const Tensor gw_memory = filter_grad_memory(gw, d);
-  const auto algo =
-      cudnnConvolutionBwdFilterAlgo_t(cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
-        int n = 0;
-        IGNIS_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
-            op);
-        if (!cudnn_benchmark()) return first_supported(perf, n, op);
-        const size_t wsb = benchmark_workspace(perf, n);
-        Tensor ws = workspace(wsb, x.device());
-        IGNIS_CUDNN_CHECK(
-            cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h,
-                d.x.d,
-                x.data_ptr(),
-                d.y.d,
-                gy.data_ptr(),
-                d.conv.d,
-                d.w.d,
-                gw_memory.data_ptr(),
-                kMaxAlgos,
-                &n,
-                perf,
-                data_or_null(ws),
-                wsb),
-            op);
-        return first_supported(perf, n, op);
-      }));
+  const AlgoChoice choice = cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
+    int n = 0;
+    IGNIS_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
+        op);
+    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    const size_t wsb = benchmark_workspace(perf, n);
+    Tensor ws = workspace(wsb, x.device());
+    IGNIS_CUDNN_CHECK(
+        cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            h,
+            d.x.d,
+            x.data_ptr(),
+            d.y.d,
+            gy.data_ptr(),
+            d.conv.d,
+            d.w.d,
+            gw_memory.data_ptr(),
+            kMaxAlgos,
+            &n,
+            perf,
+            data_or_null(ws),
+            wsb),
+        op);
+    return first_supported(perf, n, op);
+  });
+  d.conv.use(choice.math, x.dtype(), op);
+  const auto algo = cudnnConvolutionBwdFilterAlgo_t(choice.algo);
   size_t bytes = 0;
   IGNIS_CUDNN_CHECK(
       cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -463,7 +508,7 @@ void backward_filter(
     return;
   }
   const Tensor gb4 = gb.view({1, gb.size(0), 1, 1});
-  TensorDesc db(gb4, op);
+  TensorDesc db(gb4, d.nhwc, op);
   IGNIS_CUDNN_CHECK(
       cudnnConvolutionBackwardBias(
           h, kOne.of(x.dtype()), d.y.d, gy.data_ptr(), kZero.of(x.dtype()), db.d, gb.data_ptr()),
@@ -482,7 +527,8 @@ void add_bias(const Tensor& bias, const Tensor& y) {
   DeviceGuard guard(dev);
   cudnnHandle_t h = handle_for(dev, op);
   const Tensor b4 = bias.view({1, bias.size(0), 1, 1});
-  TensorDesc bd(b4, op), yd(y, op);
+  const bool nhwc = ignis::detail::is_channels_last(y);
+  TensorDesc bd(b4, nhwc, op), yd(y, nhwc, op);
   IGNIS_CUDNN_CHECK(
       cudnnAddTensor(
           h, kOne.of(y.dtype()), bd.d, bias.data_ptr(), kOne.of(y.dtype()), yd.d, y.data_ptr()),

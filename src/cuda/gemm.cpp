@@ -14,6 +14,7 @@
 //
 // float32 uses full float32 arithmetic unless set_allow_tf32(true) (CUBLAS_COMPUTE_32F vs
 // 32F_FAST_TF32); 16-bit types accumulate in float32; float64 in float64.
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -90,7 +91,7 @@ Tensor pack(const GemmArgs& g, const GemmMatrix& x, int64_t rows, int64_t cols) 
   p.data[0] = static_cast<char*>(out.data_ptr());
   p.data[1] = static_cast<char*>(x.data);
   p.dtypes[0] = p.dtypes[1] = g.dtype;
-  int64_t max_offset = p.numel;
+  int64_t src_span = 0;  // the source's farthest element: the sum over its dims
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;
     IGNIS_CHECK(p.ndim < ignis::detail::kMaxPlanDims, ShapeError,
@@ -98,10 +99,10 @@ Tensor pack(const GemmArgs& g, const GemmMatrix& x, int64_t rows, int64_t cols) 
     p.sizes[p.ndim] = sizes[d];
     p.strides[0][p.ndim] = out.strides()[d];
     p.strides[1][p.ndim] = src_strides[d];
-    max_offset = std::max<int64_t>(max_offset, (sizes[d] - 1) * src_strides[d] + 1);
+    src_span += (sizes[d] - 1) * std::abs(src_strides[d]);
     ++p.ndim;
   }
-  p.fits_int32 = max_offset < (int64_t(1) << 31);
+  p.fits_int32 = std::max<int64_t>(p.numel, src_span + 1) < (int64_t(1) << 31);
   ignis::detail::copy_kernel.get(g.device)(p);
   return out;
 }
@@ -261,7 +262,8 @@ bool gemm_with_epilogue(const GemmArgs& g, const GemmEpilogue& e) {
   for (size_t d = 0; d + 1 < nb; ++d) outer *= g.batch_sizes[d];
   for (int64_t o = 0; o < outer; ++o) {
     int64_t rem = o, off_a = 0, off_b = 0, off_c = 0;
-    for (size_t d = nb - 1; d-- > 0;) {
+    // The outer dims, last first; none without batch dims (nb - 1 would wrap around).
+    for (size_t d = nb > 0 ? nb - 1 : 0; d-- > 0;) {
       const int64_t i = rem % g.batch_sizes[d];
       rem /= g.batch_sizes[d];
       off_a += i * a.batch_strides[d];

@@ -89,7 +89,7 @@ __global__ void cross_entropy_rows(
 
 /// One block: the reduction of the rows (or their copy for None) and the mean's divisor.
 template <class T>
-__global__ void cross_entropy_reduce(
+__global__ void __launch_bounds__(1024) cross_entropy_reduce(
     const double* __restrict__ row_loss,
     const double* __restrict__ row_weight,
     T* __restrict__ out,
@@ -164,7 +164,7 @@ void forward(CrossEntropyForward& a) {
 
 /// w_all = the sum of the class weights (read by the smoothing term only).
 template <class T>
-__global__ void weight_total(const T* __restrict__ w, int64_t c, double* out) {
+__global__ void __launch_bounds__(1024) weight_total(const T* __restrict__ w, int64_t c, double* out) {
   double s = 0;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x) s += double(w[j]);
   s = block_sum(s);
@@ -191,7 +191,9 @@ __global__ void cross_entropy_grad_kernel(
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n * c;
        k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = k / c, j = k % c, t = target[i];
-    if (t == ignore_index) {
+    // An out-of-range target (only possible inside a CUDA graph, where the forward cannot
+    // report it) counts for nothing, as in the forward, and is never used as an index.
+    if (t == ignore_index || t < 0 || t >= c) {
       grad_in[k] = T(0);
       continue;
     }

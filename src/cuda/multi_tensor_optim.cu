@@ -189,7 +189,14 @@ UpdateLaunch pick_update(const MultiTensorUpdateArgs& a) {
 
 void multi_tensor_update(const MultiTensorUpdateArgs& a) {
   if (a.items.empty()) return;
-  LaunchOn on(Device::cuda(device_of(a.items.front().param, "multi_tensor_update")));
+  // The device of the first tensor with elements (an empty one may have no data pointer).
+  const MultiTensorItem* first = &a.items.front();
+  for (const MultiTensorItem& it : a.items)
+    if (it.n > 0) {
+      first = &it;
+      break;
+    }
+  LaunchOn on(Device::cuda(device_of(first->param, "multi_tensor_update")));
   const UpdateLaunch launch = pick_update(a);
   const UpdateConstants c{a.sgd, a.adam, a.rmsprop};
   std::vector<int64_t> sizes;

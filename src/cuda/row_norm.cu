@@ -181,6 +181,8 @@ void backward(const RowNormBackwardArgs& a) {
       ptr<T>(a.grad_input),
       a.cols,
       ai);
+  // Checked before the allocation below: an out-of-memory there clears a pending launch error.
+  IGNIS_CUDA_CHECK_LAUNCH("layer_norm_backward");
   if (a.grad_weight.defined()) {
     const int64_t width = ai.size(a.cols);
     const int64_t samples = a.groups == 0 ? a.rows : a.rows / a.groups;
@@ -203,6 +205,7 @@ void backward(const RowNormBackwardArgs& a) {
         a.cols,
         width,
         ai);
+    IGNIS_CUDA_CHECK_LAUNCH("layer_norm_backward");
     affine_grad_sum_kernel<T>
         <<<unsigned((2 * width + kThreads - 1) / kThreads), kThreads, 0, on.stream>>>(
             partial.data_ptr<double>(), ptr<T>(a.grad_weight), ptr<T>(a.grad_bias), chunks, width);

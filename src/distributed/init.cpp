@@ -80,6 +80,9 @@ void init(InitOptions options) {
   const int rank = world.backend->rank(), size = world.backend->size();
   check_environment(rank, size, world.local_rank);
   g_state.device = pick_device(options, rank, size, world.local_rank);
+  // The rank's GPU becomes current, so that CUDA work not given a device (a library's, raw
+  // CUDA in the program) lands on it rather than on GPU 0.
+  if (g_state.device.is_cuda()) cuda::set_device(g_state.device.index);
   g_state.local_rank = world.local_rank;
   g_state.group = std::make_shared<ProcessGroup>(world.backend);
   g_state.initialized = true;

@@ -3,18 +3,21 @@
 // (nccl_stub.cpp otherwise).
 //
 // Streams: each communicator has its own stream. A collective first makes that stream wait for
-// the work already queued on the legacy default stream (which produced the inputs), then queues
+// the work already queued on Ignis's compute stream (which produced the inputs), then queues
 // the NCCL call and records an event. Work::is_completed() queries the event; wait() polls it
 // against the group's timeout (aborting the communicator on timeout, which makes the NCCL
-// kernels return) and then makes the default stream wait for the event, so kernels queued
-// after wait() see the result. NCCL reduces bf16 and f16 natively (no float32 round trip) and
-// has a native average (ncclAvg).
+// kernels return) and then makes the compute stream wait for the event, so kernels queued
+// after wait() see the result. A Work dropped unfinished makes the compute stream wait too,
+// so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
+// switches to the communicator's device switches back. NCCL reduces bf16 and f16 natively (no
+// float32 round trip) and has a native average (ncclAvg).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstring>
 #include <thread>
 
+#include "core/graph_capture.h"
 #include "distributed/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ops.h"
@@ -36,10 +39,13 @@ struct NcclComm {
   int* scratch = nullptr;  // one int on the device for barrier()
   std::string broken;      // why the communicator may no longer be used, else ""
   ~NcclComm() {
+    int previous = -1;
+    cudaGetDevice(&previous);  // errors at teardown cannot be reported
     cudaSetDevice(device);
     if (comm) broken.empty() ? ncclCommDestroy(comm) : ncclCommAbort(comm);
     if (scratch) cudaFree(scratch);
     if (stream) cudaStreamDestroy(stream);
+    if (previous >= 0) cudaSetDevice(previous);
   }
 };
 
@@ -54,6 +60,21 @@ void check_cuda(cudaError_t rc, const char* op, const NcclComm& c) {
   fail(op, c.rank, c.size,
        fmt::format("CUDA error on cuda:{}: {}", c.device, cudaGetErrorString(rc)));
 }
+
+/// Makes the communicator's device current for a scope; the caller's device afterwards.
+class OnDevice {
+ public:
+  OnDevice(int device, const char* op, const NcclComm& c) {
+    check_cuda(cudaGetDevice(&previous_), op, c);
+    check_cuda(cudaSetDevice(device), op, c);
+  }
+  ~OnDevice() { cudaSetDevice(previous_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
 
 ncclDataType_t nccl_type(DType d) {
   switch (d) {
@@ -89,7 +110,17 @@ class NcclWork : public Work {
         start_(std::chrono::steady_clock::now()), keep_(std::move(keep)) {
     check_cuda(cudaEventCreateWithFlags(&done_event_, cudaEventDisableTiming), op_, *comm_);
   }
-  ~NcclWork() override { cudaEventDestroy(done_event_); }
+  ~NcclWork() override {
+    // Dropped before it was seen complete: later work on the compute stream (which may reuse
+    // the kept tensors' memory once they are freed) waits for the collective.
+    if (!done_) {
+      try {
+        cudaStreamWaitEvent(compute_stream(comm_->device), done_event_, 0);
+      } catch (const std::exception&) {  // no stream to order (teardown): nothing to protect
+      }
+    }
+    cudaEventDestroy(done_event_);
+  }
   cudaEvent_t event() const { return done_event_; }
 
   bool is_completed() override {
@@ -181,7 +212,7 @@ class NcclBackend : public Backend {
     c->device = comm_->device;
     c->rank = comm_->rank;
     c->size = comm_->size;
-    check_cuda(cudaSetDevice(c->device), "new_group", *comm_);
+    OnDevice on(c->device, "new_group", *comm_);
     check_nccl(ncclCommSplit(comm_->comm, 0, comm_->rank, &c->comm, nullptr), "new_group",
                *comm_);
     finish_setup(*c);
@@ -198,6 +229,9 @@ class NcclBackend : public Backend {
  private:
   template <class Call>
   WorkPtr run(const char* op, std::vector<Tensor> keep, Call&& call) {
+    // A capture would take in the NCCL stream, and wait() would then query an event recorded
+    // inside it, which CUDA refuses.
+    ignis::detail::refuse_during_capture(op, "runs an NCCL collective");
     if (!comm_->broken.empty())
       fail(op, comm_->rank, comm_->size,
            fmt::format("the NCCL communicator is unusable: {}", comm_->broken));
@@ -206,7 +240,7 @@ class NcclBackend : public Backend {
         fail(op, comm_->rank, comm_->size,
              fmt::format("a tensor on {} given to the communicator of cuda:{}", t.device().str(),
                          comm_->device));
-    check_cuda(cudaSetDevice(comm_->device), op, *comm_);
+    OnDevice on(comm_->device, op, *comm_);
     auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep));
     // The inputs were written by kernels on Ignis's compute stream (not the legacy default
     // stream, which it does not synchronise with): order after them.
@@ -228,7 +262,7 @@ std::shared_ptr<Backend> make_nccl_backend(Backend& bootstrap, Device device,
   c->device = device.index;
   c->rank = bootstrap.rank();
   c->size = bootstrap.size();
-  check_cuda(cudaSetDevice(c->device), "nccl init", *c);
+  OnDevice on(c->device, "nccl init", *c);
   // Rank 0 makes the id; the MPI group carries it to the others.
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));

@@ -3,6 +3,8 @@
 // bad argument gives an error naming the op.
 #include <cmath>
 
+#include "core/iterator.h"
+#include "core/tensor_impl.h"
 #include "support/test_support.h"
 
 using namespace ignis;
@@ -159,4 +161,16 @@ TEST(Tensor, ItemAndMetadata) {
   EXPECT_THROW_MSG(x.data_ptr<float>(), DTypeError, "[data_ptr] requested float32 but the tensor is float64");
   EXPECT_THROW_MSG(x.size(2), IndexError, "[size] dimension 2 is out of range");
   EXPECT_THROW_MSG(Tensor().dim(), ValueError, "undefined tensor");
+}
+
+// The device kernels' 32-bit offset path (ElementwisePlan::fits_int32) must see each
+// operand's farthest element: here neither numel nor any single dim spans 2^31 elements, but
+// the last element lies past 2^31. (Plans only: the view's data is never read.)
+TEST(ElementwisePlan, Int32OffsetsOnlyWhenTheFarthestElementFits) {
+  Tensor base = empty({1}, kUInt8);
+  const int64_t cols = int64_t(1) << 29;
+  Tensor far = detail::make_view(base, {2, cols}, {int64_t(7) << 28, 1}, 0);  // 1.75 * 2^30
+  EXPECT_FALSE(detail::make_plan({&far}, "test").fits_int32);
+  Tensor near = detail::make_view(base, {2, cols}, {cols, 1}, 0);
+  EXPECT_TRUE(detail::make_plan({&near}, "test").fits_int32);
 }

@@ -23,6 +23,9 @@ ig::Tensor on_gpu(const std::vector<double>& values, const ig::Shape& shape, ig:
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, size_t(host.nbytes()))), cudaSuccess);
   cudaMemcpy(p, host.data_ptr(), size_t(host.nbytes()), cudaMemcpyHostToDevice);
+  // A pageable copy may return before its data has landed, and the collectives order after
+  // Ignis's compute stream, not the legacy stream this copy ran on.
+  cudaDeviceSynchronize();
   return ig::from_blob(p, shape, d, std::nullopt, free_device, dist::device());
 }
 std::vector<double> from_gpu(const ig::Tensor& t) {
