@@ -173,7 +173,7 @@ TEST(DDP, SmallCNNMatchesSingleProcessTrainingWithGradientsWrittenIntoTheBuckets
     ref_opt.step();
   }
   EXPECT_EQ(ddp.bucket_parameter_names().size(), 3u);  // conv2's weight alone in one bucket
-  expect_same_parameters(model, reference, 1e-5);
+  expect_same_parameters(model, reference, 1e-6);
 }
 
 TEST(DDP, BroadcastsRankZerosParametersAtConstruction) {
@@ -190,12 +190,13 @@ TEST(DDP, BroadcastsRankZerosParametersAtConstruction) {
   }
 }
 
+// 20 steps, as the small CNN's test below.
 TEST(DDP, MatchesSingleProcessTrainingOneBucket) {
-  train_and_compare({.find_unused_parameters = true}, 4, 1);
+  train_and_compare({.find_unused_parameters = true}, 20, 1);
 }
 
 TEST(DDP, MatchesSingleProcessTrainingManyBuckets) {
-  train_and_compare({.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true}, 4, 1);
+  train_and_compare({.bucket_cap_mb = kSmallBucketMb, .find_unused_parameters = true}, 20, 1);
 }
 
 TEST(DDP, NoSyncAccumulationMatchesSingleProcess) {
