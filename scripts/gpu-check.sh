@@ -110,7 +110,9 @@ say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 
 # The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
 # GPU machine CudaErrors checks the out-of-range device index instead of "no device").
-timeout -k 10 "$(cap 300)" ctest --test-dir "$build" -L cuda --output-on-failure --timeout 120 \
+# -j 4: each test is a process paying CUDA's context and library start-up (1-3 s); none
+# fills the GPU's memory (the out-of-memory test asks for twice the device at once).
+timeout -k 10 "$(cap 300)" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --timeout 120 \
   --output-junit "$out/ctest-cuda.xml" >"$out/ctest-cuda.log" 2>&1
 rc=$?
 say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1)"

@@ -16,10 +16,11 @@ std::string BatchSearchResult::explain() const {
     return fmt::format(
         "the whole training part, {}, fitted in a trial step ({} trials)", largest_fit, trials);
   return fmt::format(
-      "{} fitted in a trial step and {} ran out of memory ({} trials); {:g}% of it kept, a "
-      "margin for the loader's batches and fragmentation",
+      "{} fitted in a trial step and {} {} ({} trials); {:g}% of it kept, a margin for the "
+      "loader's batches and fragmentation",
       largest_fit,
       smallest_oom,
+      size_limit ? "exceeded a library's size limit" : "ran out of memory",
       trials,
       100 * keep);
 }
@@ -32,6 +33,7 @@ BatchSearchResult find_largest_batch(
   BatchSearchResult r;
   r.keep = options.keep;
   // True when `batch` fits; the trial's memory is released either way.
+  bool limit = false;  // the last failed trial hit a size limit, not memory
   auto fits = [&](int64_t batch) {
     ++r.trials;
     bool ok = true;
@@ -39,6 +41,18 @@ BatchSearchResult find_largest_batch(
       trial(batch);
     } catch (const ignis::OutOfMemoryError& e) {
       ok = false;
+      limit = false;
+      r.oom_message = e.what();
+    } catch (const ignis::NotImplementedError& e) {
+      // Refused at this size after a smaller batch ran: a library's size limit (cuDNN's
+      // 2^31-element tensors) bounds the batch as memory does. At the first trial it is a
+      // real error.
+      if (r.largest_fit == 0) {
+        if (release) release();
+        throw;
+      }
+      ok = false;
+      limit = true;
       r.oom_message = e.what();
     }
     if (release) release();
@@ -58,6 +72,7 @@ BatchSearchResult find_largest_batch(
         "--model, free the device's memory, or train on another --device",
         r.oom_message));
   std::string boundary_message = r.oom_message;
+  bool boundary_limit = limit;
   while (r.smallest_oom - r.largest_fit > 1) {
     const int64_t mid = r.largest_fit + (r.smallest_oom - r.largest_fit) / 2;
     if (fits(mid)) {
@@ -65,9 +80,11 @@ BatchSearchResult find_largest_batch(
     } else {
       r.smallest_oom = mid;
       boundary_message = r.oom_message;
+      boundary_limit = limit;
     }
   }
   r.oom_message = boundary_message;
+  r.size_limit = r.smallest_oom != 0 && boundary_limit;
   r.chosen = r.smallest_oom == 0
                  ? r.largest_fit
                  : std::max<int64_t>(1, int64_t(std::floor(double(r.largest_fit) * options.keep)));

@@ -31,6 +31,9 @@ struct BatchSearchResult {
   int trials = 0;
   double keep = 0.9;        ///< the margin applied (BatchSearchOptions::keep)
   std::string oom_message;  ///< the out-of-memory error at smallest_oom
+  /// smallest_oom was refused by a library's size limit (NotImplementedError after a smaller
+  /// batch ran, e.g. cuDNN's 2^31-element tensors), not by memory.
+  bool size_limit = false;
   /// One line for the log: what fitted, what did not, and why `chosen`.
   std::string explain() const;
 };

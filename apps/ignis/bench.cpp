@@ -202,8 +202,8 @@ int run_bench(const BenchOptions& o) {
     }
   }
   if (devices.size() > 1)
-    fmt::print("\nGPU peak memory and peak FLOP/s: n/a (ignis/cuda.h has no allocator statistics "
-               "and no FLOP/s peak for the device)\n");
+    fmt::print("\nGPU rows: peak memory and the fraction of peak FLOP/s are not measured by this "
+               "command (bench/gpu_train reports peak memory against PyTorch)\n");
   else
     fmt::print("\nno GPU: {}\n", ig::cuda::is_built() ? "none usable" : "this build has no CUDA backend");
   for (const auto& e : errors) fmt::print("failed: {}\n", e);

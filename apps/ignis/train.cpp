@@ -356,10 +356,12 @@ int run_train(TrainOptions o, TrainProgress* progress) {
        .num_workers = o.workers,
        .device = device,
        .transform = ig::data::Compose(o.seed, train_tf)});
-  auto val_loader =
-      make_eval_loader(d.val, d, 2 * rank_batch, o.workers, device, o.seed, ranks);
-  auto test_loader =
-      make_eval_loader(d.test, d, 2 * rank_batch, o.workers, device, o.seed, ranks);
+  // Evaluation holds no activations for backward, so twice the batch fits, except after
+  // --batch-size auto: its batch can sit near a library's size limit (cuDNN's 2^31-element
+  // tensors), which a doubled batch would cross.
+  const int64_t eval_batch = o.batch_size_auto ? rank_batch : 2 * rank_batch;
+  auto val_loader = make_eval_loader(d.val, d, eval_batch, o.workers, device, o.seed, ranks);
+  auto test_loader = make_eval_loader(d.test, d, eval_batch, o.workers, device, o.seed, ranks);
 
   auto optimizer = make_optimizer(o, model->parameters());
   const int64_t steps_per_epoch = train_loader.size();

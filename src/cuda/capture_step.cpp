@@ -36,21 +36,31 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 }
 
 /// Runs body on the side stream, ordered after the current stream's work and before its
-/// later work.
+/// later work, also when body throws (the eager retry after a failed warm-up or capture must
+/// not race the side stream's kernels still writing parameters).
 template <class Body>
 Tensor on_side_stream(const Stream& side, Body&& body) {
   const Stream caller = current_stream(side.device());
   Event ready;
   ready.record(caller);
   side.wait(ready);
+  const auto join = [&] {
+    Event done;
+    done.record(side);
+    caller.wait(done);
+  };
   Tensor out;
-  {
+  try {
     StreamGuard guard(side);
     out = body();
+  } catch (...) {
+    try {
+      join();
+    } catch (...) {  // a broken device: the body's error is the one to report
+    }
+    throw;
   }
-  Event done;
-  done.record(side);
-  caller.wait(done);
+  join();
   return out;
 }
 }  // namespace

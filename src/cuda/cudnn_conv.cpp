@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/shape.h"
 #include "core/tensor_impl.h"
 #include "cuda/context.h"
 #include "ignis/cuda.h"
@@ -133,6 +135,17 @@ struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   /// t [N, C, H, W] with strides; nhwc: the layout of the call it takes part in.
   TensorDesc(const Tensor& t, bool nhwc, const char* op) {
+    // cuDNN's legacy descriptors address at most 2^31 elements per tensor.
+    int64_t span = 1;
+    for (int i = 0; i < 4; ++i) span += (t.size(i) - 1) * std::abs(t.stride(i));
+    IGNIS_CHECK(
+        t.numel() == 0 || span <= std::numeric_limits<int>::max(),
+        NotImplementedError,
+        "[{}] a tensor of shape {} spans {} elements, beyond cuDNN's limit of 2^31 - 1; use a "
+        "smaller batch",
+        op,
+        ignis::detail::shape_str(t.sizes()),
+        span);
     const std::array<int64_t, 4> st = descriptor_strides(t, nhwc);
     std::array<int, 8> v{};  // sizes, then strides: checked before anything is created
     for (int i = 0; i < 4; ++i) {

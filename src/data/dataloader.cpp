@@ -95,13 +95,20 @@ cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev) {
   const cuda::Stream compute = cuda::current_stream(dev.index);
   const cuda::Stream copier = copy_stream(dev.index);
   std::vector<Tensor> out;
-  for (const Tensor& f : fields) out.push_back(empty(f.sizes(), {f.dtype(), dev}));
+  // A field already on dev (a data set of CUDA tensors that is not made resident) stays.
+  for (const Tensor& f : fields)
+    out.push_back(f.device() == dev ? f : empty(f.sizes(), {f.dtype(), dev}));
   cuda::Event allocated;
   allocated.record(compute);
   copier.wait(allocated);
   {
     cuda::StreamGuard on_copier(copier);
     for (size_t k = 0; k < fields.size(); ++k) {
+      if (fields[k].device() == dev) continue;
+      if (!fields[k].is_cpu()) {  // on another GPU: a device-to-device copy
+        Tensor(out[k]).copy_(fields[k]);
+        continue;
+      }
       const Tensor pinned = fields[k].contiguous().pin_memory();
       if (pinned.numel() > 0)
         ignis::detail::transfer_kernel.get(dev)(out[k], pinned, /*non_blocking=*/true);

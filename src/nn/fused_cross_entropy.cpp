@@ -38,7 +38,7 @@ Tensor grad_with_ops(const Tensor& g, const Tensor& x, const Tensor& t, const Te
   Tensor d = (p - onehot) * w_t * (1 - eps);
   if (eps > 0) {
     const double w_all = w.defined() ? w.sum().item<double>() : double(C);
-    Tensor wrow = w.defined() ? w.unsqueeze(0) : ones({1, C}, x.dtype());
+    Tensor wrow = w.defined() ? w.unsqueeze(0) : ones({1, C}, TensorOptions(x.dtype(), x.device()));
     d = d + (p * w_all - wrow) * (eps / double(C));
   }
   d = d * keepf;

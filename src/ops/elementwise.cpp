@@ -149,9 +149,14 @@ Tensor binary_op(const ElementwiseOperand& a_op, const ElementwiseOperand& b_op,
   IGNIS_CHECK(anchor && anchor->defined() && (!a_op.tensor || a_op.tensor->defined()) &&
                   (!b_op.tensor || b_op.tensor->defined()),
               ValueError, "[{}] undefined tensor", name);
-  Device device = (a_op.tensor && a_op.tensor->dim() > 0) ? a_op.tensor->device()
-                  : (b_op.tensor && b_op.tensor->dim() > 0) ? b_op.tensor->device()
-                                                            : anchor->device();
+  // The device of an operand with dims; between two 0-dim tensors, the one not on the CPU
+  // (a 0-dim CPU tensor joins an op on another device as a scalar would, either way round).
+  const auto has_dims = [](const Tensor* t) { return t && t->dim() > 0; };
+  const auto off_cpu = [](const Tensor* t) { return t && !t->is_cpu(); };
+  Device device = has_dims(a_op.tensor)   ? a_op.tensor->device()
+                  : has_dims(b_op.tensor) ? b_op.tensor->device()
+                  : off_cpu(b_op.tensor)  ? b_op.tensor->device()
+                                          : anchor->device();
   if (out) device = out->device();
   DType promoted = result_type({a_op, b_op});
   DType compute = promoted;

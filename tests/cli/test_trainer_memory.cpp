@@ -116,6 +116,31 @@ TEST(BatchSearch, OnlyOutOfMemoryMeansTooLarge) {
   EXPECT_THROW(find_largest_batch(trial, {.max_batch = 100}), ignis::ValueError);
 }
 
+// A library's size limit (NotImplementedError once smaller batches ran: cuDNN refuses tensors
+// of 2^31 elements) bounds the batch as memory does; at a batch of 1 it is a real error.
+TEST(BatchSearch, ASizeLimitAboveAFittingBatchIsABoundary) {
+  auto trial = [](int64_t batch) {
+    if (batch > 300) throw ignis::NotImplementedError("[fake] beyond the 2^31-element limit");
+  };
+  const BatchSearchResult r = find_largest_batch(trial, {.max_batch = 1000, .keep = 0.9});
+  EXPECT_EQ(r.largest_fit, 300);
+  EXPECT_EQ(r.smallest_oom, 301);
+  EXPECT_EQ(r.chosen, 270);
+  EXPECT_TRUE(r.size_limit);
+  EXPECT_NE(r.explain().find("301 exceeded a library's size limit"), std::string::npos)
+      << r.explain();
+  auto at_once = [](int64_t) { throw ignis::NotImplementedError("[fake] unsupported dtype"); };
+  EXPECT_THROW(find_largest_batch(at_once, {.max_batch = 100}), ignis::NotImplementedError);
+  // Memory at the boundary after a size limit higher up: the boundary's reason is reported.
+  auto both = [](int64_t batch) {
+    if (batch > 450) throw ignis::NotImplementedError("[fake] limit");
+    if (batch > 400) throw ignis::OutOfMemoryError("[fake] out of memory");
+  };
+  const BatchSearchResult m = find_largest_batch(both, {.max_batch = 1000, .keep = 0.9});
+  EXPECT_EQ(m.largest_fit, 400);
+  EXPECT_FALSE(m.size_limit);
+}
+
 // A device of fixed capacity for the caching allocator (see tests/core/test_caching_allocator.cpp
 // for the policy's own tests): addresses from a counter, nothing is ever touched.
 class FakeDevice final : public ignis::detail::RawMemory {

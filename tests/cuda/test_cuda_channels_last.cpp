@@ -85,8 +85,11 @@ TEST(CudaChannelsLast, ResNet18StepMatchesTheCpu) {
     }
   }
   ASSERT_EQ(results[0].size(), results[1].size());
+  // float32 through 2.2 M ReLUs: a pre-activation within rounding of zero may take the other
+  // side on one device and move a deep gradient by more than 1e-4; a layout mistake moves
+  // values by far more than the tolerance of CudaTraining.ResNet18TrainsLikeTheCpu used here.
   for (size_t i = 0; i < results[0].size(); ++i)
-    EXPECT_TRUE(matches_cpu(results[1][i], results[0][i], 1e-4, 1e-4)) << "tensor " << i;
+    EXPECT_TRUE(matches_cpu(results[1][i], results[0][i], 5e-3, 5e-3)) << "tensor " << i;
 }
 
 }  // namespace
