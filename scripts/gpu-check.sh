@@ -3,25 +3,43 @@
 # Python whose PyTorch carries cuDNN/cuBLAS/NCCL in its nvidia/* packages (no network, no
 # Debian packages), this configures and builds the CUDA backend for the local GPU in its own
 # build directory (only the targets it runs), runs the tests labelled `cuda` and the CUDA
-# error/allocator unit tests, the GPU benchmarks and the `cuda` tests under compute-sanitizer
-# (memcheck, then racecheck), and writes the logs, a JUnit XML and a summary under OUTDIR.
-# The steps after the build share a time budget (IGNIS_GPU_CHECK_SECONDS, default 480 s from
-# the script's start), so the whole check stays within about 8 minutes: each step gets what
-# is left, and a step the budget no longer allows is reported as skipped.
+# error/allocator unit tests, the trainer, the GPU benchmarks and the `cuda` tests under
+# compute-sanitizer (memcheck, then racecheck). The steps after the build share a time budget
+# (IGNIS_GPU_CHECK_SECONDS, default 480 s from the script's start), so the whole check stays
+# within about 8 minutes: each step gets what is left, and a step the budget no longer allows
+# is reported as skipped.
 #
-#   scripts/gpu-check.sh OUTDIR
+#   IGNIS_COMMIT=<hash> scripts/gpu-check.sh OUTDIR
 #
-# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, OpenBLAS, zlib headers) come
-# from .gpu-deps/*.deb, made by scripts/gpu-deps.sh on a development machine, unpacked into
-# a private prefix.
+# OUTDIR receives three files, refreshed after every step (so a check cut short still leaves
+# them): summary.md, ctest-cuda.xml (JUnit) and logs.tar.gz (every log and JSON line, without
+# model weights). Everything else, run directories included, stays in a work folder
+# (IGNIS_GPU_CHECK_WORK, default /tmp/ignis-gpu-check). IGNIS_COMMIT names the commit when the
+# checkout there has no .git.
+#
+# Missing CPU-side libraries (fmt, GoogleTest, nlohmann-json, CLI11, OpenBLAS, libpng,
+# libjpeg-turbo, zlib headers) come from .gpu-deps/*.deb, made by scripts/gpu-deps.sh on a
+# development machine (git-ignored: the run must carry .gpu-deps), unpacked into a private
+# prefix.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: the script changes directory next
 cd "$(dirname "$0")/.." || exit 1
+work=${IGNIS_GPU_CHECK_WORK:-/tmp/ignis-gpu-check}
+rm -rf "$work"
+mkdir -p "$work"
 summary="$out/summary.md"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+# The results that go back: the summary (written as we go), the JUnit XML and the logs.
+pack() {
+  [ -e "$work/ctest-cuda.xml" ] && cp "$work/ctest-cuda.xml" "$out/ctest-cuda.xml"
+  tar -czf "$out/logs.tar.gz.part" -C "$work" --exclude='*.safetensors' --exclude='*.ckpt' \
+    --exclude='*.bin' --exclude='*.pt' . 2>/dev/null && mv "$out/logs.tar.gz.part" "$out/logs.tar.gz"
+}
+trap pack EXIT
+trap 'pack; exit 143' TERM INT
 # The first of the paths (a glob's matches) that exists, or nothing.
 first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; }
 started=$(date +%s)
@@ -33,9 +51,11 @@ left() {
 }
 # The smaller of a step's own cap and what is left of the budget.
 cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
+# cap with a floor: `timeout 0` would mean no limit at all.
+capmin() { local c; c=$(cap "$1"); echo $((c > $2 ? c : $2)); }
 
 say "# GPU check"
-say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- commit: ${IGNIS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 say "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
 if command -v nvidia-smi >/dev/null; then
   say "- gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
@@ -51,6 +71,10 @@ if ls .gpu-deps/*.deb >/dev/null 2>&1; then
 fi
 arch_dir=$(first "$prefix"/usr/lib/*-linux-gnu)
 export LD_LIBRARY_PATH="${arch_dir:+$arch_dir:$arch_dir/openblas-openmp:}${LD_LIBRARY_PATH:-}"
+# Debian keeps some headers in the multiarch folder (libjpeg's jconfig.h), which the compiler
+# searches under /usr/include only.
+arch_inc=$(first "$prefix"/usr/include/*-linux-gnu)
+[ -n "$arch_inc" ] && export CPATH="$prefix/usr/include:$arch_inc${CPATH:+:$CPATH}"
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
 py=$(command -v python3)
@@ -66,7 +90,14 @@ fi
 cuda_home=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 cublas_root=
 if ! ls "$cuda_home"/lib64/libcublasLt.so* "$cuda_home"/targets/*/lib/libcublasLt.so* >/dev/null 2>&1; then
-  cublas_root=$("$py" -c 'import nvidia.cublas as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  # CUDA 12 wheels: nvidia/cublas/{lib,include}; CUDA 13 wheels: nvidia/cu13/{lib,include}.
+  for mod in nvidia.cublas nvidia.cu13; do
+    root=$("$py" -c "import $mod as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+    if [ -n "$root" ] && ls "$root"/lib/libcublasLt.so* >/dev/null 2>&1; then
+      cublas_root=$root
+      break
+    fi
+  done
   say "- cuBLASLt: not in the toolkit; from ${cublas_root:-nowhere (configure will say so)}"
 fi
 if [ -n "$cublas_root" ]; then
@@ -95,43 +126,49 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN="$cudnn_mode" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(first "$arch_dir"/openblas-openmp/libopenblas.so*)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(first "$prefix"/usr/include/*/openblas-openmp)" \
-  -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$out/configure.log" 2>&1
+  -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$work/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
-say "- $(grep -o 'CUDA backend : .*' "$out/configure.log" | head -1)"
-[ $rc -eq 0 ] || { tail -30 "$out/configure.log"; exit 1; }
+say "- $(grep -o 'CUDA backend : .*' "$work/configure.log" | head -1)"
+[ $rc -eq 0 ] || { tail -30 "$work/configure.log"; exit 1; }
 
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" \
-  --target test_cuda test_core gpu_ops gpu_train gpu_loader ignis_cli >"$out/build.log" 2>&1
+targets=(test_cuda test_core gpu_ops gpu_train gpu_loader ignis_cli)
+# The NCCL test exists when MPI and NCCL were found; built, or ctest reports it "Not Run".
+ninja -C "$build" -t targets all 2>/dev/null | grep -q '^test_mpi_nccl:' && targets+=(test_mpi_nccl)
+timeout -k 10 420 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" \
+  >"$work/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
-[ $rc -eq 0 ] || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
+[ $rc -eq 0 ] || { grep -E "error|FAILED" "$work/build.log" | head -40; exit 1; }
+pack
 
 # The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
 # GPU machine CudaErrors checks the out-of-range device index instead of "no device").
 # -j 4: each test is a process paying CUDA's context and library start-up (1-3 s); none
 # fills the GPU's memory (the out-of-memory test asks for twice the device at once).
-timeout -k 10 "$(cap 300)" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --timeout 120 \
-  --output-junit "$out/ctest-cuda.xml" >"$out/ctest-cuda.log" 2>&1
+timeout -k 10 "$(capmin 300 90)" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --timeout 120 \
+  --output-junit "$work/ctest-cuda.xml" >"$work/ctest-cuda.log" 2>&1
 rc=$?
-say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1)"
-grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$out/ctest-cuda.log" | head -30 | tee -a "$summary"
-timeout -k 10 "$(cap 120)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator|GraphCapture|CaptureStep" \
-  --output-on-failure >"$out/ctest-unit.log" 2>&1
-say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest-unit.log" | tail -1)"
+say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$work/ctest-cuda.log" | tail -1)"
+grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$work/ctest-cuda.log" | head -30 | tee -a "$summary"
+timeout -k 10 "$(capmin 120 30)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator|GraphCapture|CaptureStep" \
+  --output-on-failure >"$work/ctest-unit.log" 2>&1
+say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$work/ctest-unit.log" | tail -1)"
+pack
 
 # The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
 # by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,
 # then the test report, and its start-up (process start to the end of the first step, with
-# the batch-size trials). The run directory is kept under OUTDIR.
+# the batch-size trials). The run directory stays in the work folder (its log is packed).
 if [ "$(left)" -ge 60 ]; then
   timeout -k 10 "$(cap 120)" "$build/apps/ignis/ignis" train --data synthetic --limit 8192 \
     --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 --profile-startup \
-    --out "$out/train-resnet18" >"$out/train-resnet18.log" 2>&1
+    --out "$work/train-resnet18" >"$work/train-resnet18.log" 2>&1
   rc=$?
-  say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$out/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
-  say "  $(grep -m1 '^startup ' "$out/train-resnet18.log" || echo 'startup: no line')"
+  say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$work/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
+  say "  $(grep -m1 '^startup ' "$work/train-resnet18.log" || echo 'startup: no line')"
+  pack
 else
   say "- ignis train on cuda: skipped (time budget spent)"
 fi
@@ -148,8 +185,9 @@ for b in "$build"/bench/gpu_*; do
     say "- bench $name: skipped (time budget spent)"
     continue
   fi
-  timeout -k 10 "$t" "$b" >"$out/$name.jsonl" 2>&1
+  timeout -k 10 "$t" "$b" >"$work/$name.jsonl" 2>&1
   say "- bench $name: exit $? ($name.jsonl)"
+  pack
 done
 # Ignis against this machine's PyTorch (eager, CUDA graphs, torch.compile when it finishes in
 # time), start-up and time to accuracy on Fashion-MNIST (carried by gpu-deps.sh), in at most
@@ -162,9 +200,10 @@ elif [ "$t" -lt 30 ]; then
 else
   fmnist=$(first "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/fashion-mnist)
   IGNIS_PYTHON=$py GPU_SECONDS=$t DATA_DIR=${fmnist:-none} timeout -k 10 "$((t + 20))" \
-    bench/compare.sh --gpu --build "$build" --out "$out/compare" >"$out/compare.md" 2>&1
+    bench/compare.sh --gpu --build "$build" --out "$work/compare" >"$work/compare.md" 2>&1
   say "- bench compare.sh --gpu: exit $? in at most $t s (compare.md, compare/)"
-  grep '^|' "$out/compare.md" | tee -a "$summary"
+  pack
+  grep '^|' "$work/compare.md" | tee -a "$summary"
 fi
 
 # The `cuda` tests under compute-sanitizer: memcheck (out-of-bounds and misaligned device
@@ -184,16 +223,16 @@ elif [ "$(left)" -lt 60 ]; then
   say "- compute-sanitizer: skipped (time budget spent: $(left) s left)"
 else
   timeout -k 5 60 "$sanitizer" --tool memcheck --error-exitcode 3 "$test_cuda" \
-    --gtest_filter='CudaRuntime.DeviceQueriesAndProperties' >"$out/sanitizer-probe.log" 2>&1
+    --gtest_filter='CudaRuntime.DeviceQueriesAndProperties' >"$work/sanitizer-probe.log" 2>&1
   rc=$?
-  refusal=$(grep -m1 -E '^========= (Error|Internal)' "$out/sanitizer-probe.log" | cut -c1-200)
+  refusal=$(grep -m1 -E '^========= (Error|Internal)' "$work/sanitizer-probe.log" | cut -c1-200)
   if [ $rc -ne 0 ] || [ -n "$refusal" ]; then
-    say "- compute-sanitizer: skipped, it cannot run test_cuda here (probe exit $rc: ${refusal:-$(tail -n 1 "$out/sanitizer-probe.log" | cut -c1-200)}; sanitizer-probe.log)"
+    say "- compute-sanitizer: skipped, it cannot run test_cuda here (probe exit $rc: ${refusal:-$(tail -n 1 "$work/sanitizer-probe.log" | cut -c1-200)}; sanitizer-probe.log)"
   else
     tools=(memcheck racecheck)
     for i in 0 1; do
       tool=${tools[$i]}
-      log=$out/sanitizer-$tool.log
+      log=$work/sanitizer-$tool.log
       t=$(($(left) / (2 - i)))
       if [ "$t" -lt 30 ]; then
         say "- compute-sanitizer $tool: skipped (time budget spent)"
@@ -211,6 +250,7 @@ else
         *) verdict="exit $rc (tests failed under the tool), $passed passed, $reports reports" ;;
       esac
       say "- compute-sanitizer $tool: $verdict (sanitizer-$tool.log)"
+      pack
     done
   fi
 fi

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Run on a development machine (Debian, network to its package mirror) before a GPU check:
 # downloads the Debian packages whose headers and libraries the build needs but the GPU
-# machine lacks (fmt, GoogleTest, nlohmann-json, OpenBLAS, zlib headers) into .gpu-deps/ (git-ignored). gpu-check.sh
-# unpacks them into a private prefix there; nothing is installed system-wide. Fashion-MNIST
-# (31 MB) comes too, for the time-to-accuracy rows of bench/compare.sh.
+# machine lacks (fmt, GoogleTest, nlohmann-json, CLI11, OpenBLAS, libpng, libjpeg-turbo, zlib
+# headers: every REQUIRED dependency of cmake/IgnisDependencies.cmake, apps/ and tests/) into
+# .gpu-deps/ (git-ignored, so a GPU run must carry it). gpu-check.sh unpacks them into a
+# private prefix there; nothing is installed system-wide. Fashion-MNIST (31 MB) comes too, for
+# the time-to-accuracy rows of bench/compare.sh. About 47 MB in all (a run carries 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gpu-deps
 cd .gpu-deps
 rm -f ./*.deb
-apt-get download libfmt-dev libfmt9 libgtest-dev nlohmann-json3-dev libopenblas-openmp-dev libopenblas0-openmp \
-  zlib1g-dev \
-  libopenblas-dev libgfortran5 dataset-fashion-mnist 2>&1 | tail -n 3
+apt-get download libfmt-dev libfmt9 libgtest-dev nlohmann-json3-dev libcli11-dev \
+  libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 \
+  zlib1g-dev libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo \
+  dataset-fashion-mnist 2>&1 | tail -n 3
 ls -1 ./*.deb

@@ -13,7 +13,8 @@
 //
 // What a captured step may do is what a graph can replay: no read-back to the host (item(),
 // printing, .cpu(), index checks), no fresh random numbers, no shape that changes between
-// steps. SGD's learning rate is read on the device, so schedulers work without recapturing.
+// steps. SGD's learning rate and momentum are read on the device, so schedulers work without
+// recapturing.
 // A step that breaks a rule throws CaptureError during the capture; capture_step then discards
 // the graph, says so in one line and runs the step eagerly from then on.
 #pragma once
@@ -57,7 +58,8 @@ class Graph {
   /// Ends a capture that failed with an exception and discards everything (never throws).
   void abort_capture() noexcept;
   /// Runs the graph on the current stream of its device, after the replay hooks (such as an
-  /// optimizer refreshing its device learning rate). ValueError when nothing is captured.
+  /// optimizer refreshing its device learning rate and momentum). ValueError when nothing is
+  /// captured.
   void replay();
   /// Discards the graph and gives its memory pool back.
   void reset() noexcept;

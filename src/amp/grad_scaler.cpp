@@ -81,6 +81,21 @@ bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
 
 }  // namespace
 
+namespace {
+/// The growth options' rules, for the constructor and for a loaded state dict (`what` says
+/// which, e.g. "the saved growth_interval").
+void check_growth_options(double growth_factor, double backoff_factor, double growth_interval,
+                          const char* prefix) {
+  IGNIS_CHECK(growth_factor > 1, ValueError, "[GradScaler] {}growth_factor must be > 1, got {}",
+              prefix, growth_factor);
+  IGNIS_CHECK(backoff_factor > 0 && backoff_factor < 1, ValueError,
+              "[GradScaler] {}backoff_factor must be in (0, 1), got {}", prefix, backoff_factor);
+  IGNIS_CHECK(growth_interval > 0 && growth_interval == std::floor(growth_interval), ValueError,
+              "[GradScaler] {}growth_interval must be a positive integer, got {}", prefix,
+              growth_interval);
+}
+}  // namespace
+
 GradScaler::GradScaler(GradScalerOptions o)
     : scale_(o.init_scale),
       growth_factor_(o.growth_factor),
@@ -88,21 +103,7 @@ GradScaler::GradScaler(GradScalerOptions o)
       growth_interval_(o.growth_interval),
       enabled_(o.enabled) {
   check_positive_finite(o.init_scale, "init_scale");
-  IGNIS_CHECK(
-      o.growth_factor > 1,
-      ValueError,
-      "[GradScaler] growth_factor must be > 1, got {}",
-      o.growth_factor);
-  IGNIS_CHECK(
-      o.backoff_factor > 0 && o.backoff_factor < 1,
-      ValueError,
-      "[GradScaler] backoff_factor must be in (0, 1), got {}",
-      o.backoff_factor);
-  IGNIS_CHECK(
-      o.growth_interval > 0,
-      ValueError,
-      "[GradScaler] growth_interval must be positive, got {}",
-      o.growth_interval);
+  check_growth_options(o.growth_factor, o.backoff_factor, double(o.growth_interval), "");
 }
 
 Tensor GradScaler::scale(const Tensor& loss) const {
@@ -200,11 +201,17 @@ void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
       ValueError,
       "[GradScaler] the saved _growth_tracker must be a non-negative integer, got {}",
       tracker);
+  const double growth = get("growth_factor"), backoff = get("backoff_factor"),
+               interval = get("growth_interval");
+  check_growth_options(growth, backoff, interval, "the saved ");
   scale_ = scale;
-  growth_factor_ = get("growth_factor");
-  backoff_factor_ = get("backoff_factor");
-  growth_interval_ = int64_t(get("growth_interval"));
+  growth_factor_ = growth;
+  backoff_factor_ = backoff;
+  growth_interval_ = int64_t(interval);
   growth_tracker_ = int64_t(tracker);
+  // A step's unscale/step bookkeeping belongs to the run that saved the state, not this one.
+  found_inf_.clear();
+  stepped_.clear();
 }
 
 }  // namespace ignis::amp

@@ -104,9 +104,16 @@ Tensor CapturedStep::operator()(const Tensor& x, const Tensor& y) {
   try {
     on_side_stream(*s.side, [&] {  // the side stream is current: the step's ops queue there
       s.graph.capture_begin(*s.side);
-      // detach: the loss's autograd history would keep the capture's saved tensors alive.
-      s.out = s.fn(s.static_x, s.static_y).detach();
-      s.graph.capture_end();
+      try {
+        // detach: the loss's autograd history would keep the capture's saved tensors alive.
+        s.out = s.fn(s.static_x, s.static_y).detach();
+        s.graph.capture_end();
+      } catch (...) {
+        // Out of capture mode before on_side_stream joins the side stream to the caller's
+        // (an event recorded inside a capture would pull the caller's stream into it).
+        s.graph.abort_capture();
+        throw;
+      }
       return s.out;
     });
   } catch (const std::exception& e) {

@@ -8,8 +8,8 @@
 // double. The slot returns the mean's divisor and the first bad target row to the host, so
 // the forward ends with one copy back and a wait on the stream, except while a CUDA graph is
 // captured: then both stay on the device and the backward reads the divisor there.
-// SGD reads its learning rate from the device when given one (lr_on_device), so a graph
-// replays with the scheduler's current value.
+// SGD reads its learning rate and momentum from the device when given them
+// (values_on_device), so a graph replays with the scheduler's current values.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -253,8 +253,8 @@ __global__ void sgd_kernel(
     T* __restrict__ buf,
     int64_t n,
     kernels::SgdConstants<T> given,
-    const double* lr_on_device) {
-  const kernels::SgdConstants<T> k = kernels::with_lr(given, lr_on_device);
+    const double* values_on_device) {
+  const kernels::SgdConstants<T> k = kernels::with_device_values(given, values_on_device);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     T b{};
@@ -276,7 +276,7 @@ void launch_sgd(const SgdUpdateArgs& a, cudaStream_t stream) {
       static_cast<T*>(a.momentum_buffer),
       a.n,
       k,
-      a.lr_on_device);
+      a.values_on_device);
 }
 
 template <class T, bool kDecay>

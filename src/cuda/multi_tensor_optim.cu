@@ -255,7 +255,10 @@ void launch_unscale(const UnscaleArgs& a, float* flag, cudaStream_t stream) {
 
 bool unscale(const UnscaleArgs& a) {
   if (a.data.empty()) return false;
-  const int d = device_of(a.data.front(), "grad_scaler_unscale");
+  // The device of the first tensor with elements (an empty one may have no data pointer).
+  size_t first = 0;
+  while (first + 1 < a.data.size() && a.numel[first] == 0) ++first;
+  const int d = device_of(a.data[first], "grad_scaler_unscale");
   // {found_inf = 0, inv_scale} on the device, copied from pinned memory without a wait; the
   // one wait is the read of the flag at the end (the slot returns it).
   Tensor flag = tensor(std::vector<float>{0.0f, a.inv_scale})

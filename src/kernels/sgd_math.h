@@ -15,11 +15,15 @@ struct SgdConstants {
   T neg_lr, momentum, damp, weight_decay, sign;
 };
 
-/// k with the learning rate read from memory when lr is given: a float64 that a captured CUDA
-/// graph reads at every replay, so a scheduler's new value is seen without a recapture.
+/// k with the learning rate and the momentum read from memory when `values` is given: two
+/// float64 that a captured CUDA graph reads at every replay, so a scheduler's new values
+/// (OneCycle cycles both) are seen without a recapture.
 template <class T>
-IGNIS_HOST_DEVICE SgdConstants<T> with_lr(SgdConstants<T> k, const double* lr) {
-  if (lr) k.neg_lr = T(-*lr);
+IGNIS_HOST_DEVICE SgdConstants<T> with_device_values(SgdConstants<T> k, const double* values) {
+  if (values) {
+    k.neg_lr = T(-values[0]);
+    k.momentum = T(values[1]);
+  }
   return k;
 }
 

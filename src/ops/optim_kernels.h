@@ -26,9 +26,10 @@ struct SgdUpdateArgs {
   bool first = false;               // the buffer is being created: buf = d
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false, maximize = false;
-  // When set, a float64 on the parameter's device that the kernel reads lr from instead of
-  // `lr` (the CUDA kernel only; set while a CUDA graph is captured, Note [Whole-step capture]).
-  const double* lr_on_device = nullptr;
+  // When set, two float64 on the parameter's device, the learning rate and the momentum,
+  // that the kernel reads instead of `lr` and `momentum` (the CUDA kernel only; set while a
+  // CUDA graph is captured, Note [Whole-step capture]: schedulers change both).
+  const double* values_on_device = nullptr;
 };
 
 inline KernelSlot<void (*)(const SgdUpdateArgs&)> sgd_update_kernel{"sgd_update"};

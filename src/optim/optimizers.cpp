@@ -72,25 +72,27 @@ void SGD::validate(const GroupOptions& o) const {
               ValueError, "[SGD] Nesterov momentum requires a momentum and zero dampening");
 }
 
-/// Note [Whole-step capture]: a captured SGD update reads its group's learning rate from a
-/// float64 on the device, which a replay hook sets from the group's "lr" before every replay
-/// (only when it changed: one tiny fill). The hooks hold a weak reference, so a graph that
-/// outlives its optimizer replays with the last value.
-struct DeviceLearningRates {
+/// Note [Whole-step capture]: a captured SGD update reads its group's learning rate and
+/// momentum from two float64 on the device, which a replay hook sets from the group's "lr" and
+/// "momentum" before every replay (only when one changed: two tiny fills), so schedulers
+/// (OneCycle cycles both) reach the replays. The hooks hold a weak reference, so a graph that
+/// outlives its optimizer replays with the last values.
+struct DeviceStepValues {
   struct Entry {
     size_t group;
     Device device;
-    Tensor value;  // float64, 0-dim
-    double written = std::numeric_limits<double>::quiet_NaN();
+    Tensor values;  // float64 [lr, momentum]
+    double lr = std::numeric_limits<double>::quiet_NaN();
+    double momentum = std::numeric_limits<double>::quiet_NaN();
     uint64_t hooked_capture = 0;  // the capture (capture_number) that refreshes it on replay
   };
   Optimizer* owner = nullptr;
   std::vector<Entry> entries;
 
-  static const double* get(std::shared_ptr<DeviceLearningRates>& self, Optimizer& opt,
+  static const double* get(std::shared_ptr<DeviceStepValues>& self, Optimizer& opt,
                            const GroupOptions& o, Device device) {
     if (!self) {
-      self = std::make_shared<DeviceLearningRates>();
+      self = std::make_shared<DeviceStepValues>();
       self->owner = &opt;
     }
     size_t group = 0;
@@ -100,31 +102,35 @@ struct DeviceLearningRates {
            (self->entries[k].group != group || self->entries[k].device != device))
       ++k;
     if (k == self->entries.size())  // empty, not zeros: a fill would be captured too
-      self->entries.push_back({group, device, empty({}, {kFloat64, device})});
+      self->entries.push_back({group, device, empty({2}, {kFloat64, device})});
     // One replay hook per entry and capture (get runs for every parameter of the group).
     const uint64_t capture = ignis::detail::capture_number();
     Entry& entry = self->entries[k];
-    if (entry.hooked_capture == capture) return entry.value.data_ptr<double>();
+    if (entry.hooked_capture == capture) return entry.values.data_ptr<double>();
     entry.hooked_capture = capture;
-    std::weak_ptr<DeviceLearningRates> weak = self;
+    std::weak_ptr<DeviceStepValues> weak = self;
     ignis::detail::add_replay_hook([weak, k] {
       if (auto s = weak.lock()) {
         Entry& e = s->entries[k];
-        const double lr = s->owner->param_groups()[e.group].get("lr");
-        if (lr != e.written) e.value.fill_(lr);
-        e.written = lr;
+        const ParamGroup& g = s->owner->param_groups()[e.group];
+        const double lr = g.get("lr"), momentum = g.get("momentum");
+        if (lr != e.lr) e.values.narrow(0, 0, 1).fill_(lr);
+        if (momentum != e.momentum) e.values.narrow(0, 1, 1).fill_(momentum);
+        e.lr = lr;
+        e.momentum = momentum;
       }
     });
-    return entry.value.data_ptr<double>();
+    return entry.values.data_ptr<double>();
   }
 };
 
 namespace {
 /// The fused SGD kernel when the device has one and the tensors are plain (float32/float64 of
-/// one dtype in one dense layout); false leaves the update to the ops below. lr_on_device:
-/// where the kernel reads lr during a CUDA graph capture (null otherwise).
+/// one dtype in one dense layout); false leaves the update to the ops below.
+/// values_on_device: where the kernel reads lr and momentum during a CUDA graph capture (null
+/// otherwise).
 bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o,
-               const double* lr_on_device) {
+               const double* values_on_device) {
   using detail::sgd_update_kernel;
   if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype() ||
       !detail::same_dense_layout(p, grad) || grad.device() != p.device() ||
@@ -148,7 +154,7 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
   a.param = p.data_ptr();
   a.grad = grad.data_ptr();
   a.lr = option(o, "lr");
-  a.lr_on_device = lr_on_device;
+  a.values_on_device = values_on_device;
   a.dampening = option(o, "dampening");
   a.weight_decay = option(o, "weight_decay");
   a.nesterov = flag(o, "nesterov");
@@ -164,11 +170,11 @@ void SGD::update_group(const std::vector<ParamUpdate>& params, const GroupOption
 }
 
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
-  const double* lr_on_device =
+  const double* values_on_device =
       ignis::detail::capture_underway() && p.is_cuda()
-          ? DeviceLearningRates::get(device_lr_, *this, o, p.device())
+          ? DeviceStepValues::get(device_values_, *this, o, p.device())
           : nullptr;
-  if (sgd_fused(p, grad, st, o, lr_on_device)) return;
+  if (sgd_fused(p, grad, st, o, values_on_device)) return;
   ignis::detail::refuse_during_capture(
       "SGD", "applies its learning rate as a host value on this parameter (no fused kernel)");
   const double momentum = option(o, "momentum"), wd = option(o, "weight_decay");

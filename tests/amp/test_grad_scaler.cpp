@@ -133,6 +133,22 @@ TEST(GradScaler, StateDictContinuesTheSchedule) {
   sd = a.state_dict();
   sd["scale"] = -1;
   EXPECT_THROW_MSG(b.load_state_dict(sd), ValueError, "positive");
+  // The growth options obey the constructor's rules (an interval of 0 would stop growth for
+  // good), and a refused state leaves the scaler as it was.
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, double>>{
+           {"growth_interval", 0}, {"growth_interval", 2.5}, {"growth_factor", 1},
+           {"backoff_factor", 1.5}}) {
+    SCOPED_TRACE(key);
+    sd = a.state_dict();
+    sd[key] = bad;
+    EXPECT_THROW_MSG(b.load_state_dict(sd), ValueError, "the saved " + key);
+  }
+  EXPECT_EQ(b.get_scale(), 8.0);
+  // A reload starts a fresh step: this optimizer may be unscaled again.
+  p.mutable_grad() = ones({1});
+  b.unscale_(opt);
+  b.load_state_dict(a.state_dict());
+  b.unscale_(opt);
 }
 
 TEST(GradScaler, MisuseIsRefused) {

@@ -35,14 +35,14 @@ struct TrainRun {
   std::vector<Tensor> params;  // on the CPU
 };
 
-/// Trains model on the batches with SGD, the step captured or not; lr_at(step) (when given)
-/// sets the learning rate before each step, as a scheduler would.
+/// Trains model on the batches with SGD, the step captured or not; schedule(group, step)
+/// (when given) sets the group's options before each step, as a scheduler would.
 template <class Model>
 TrainRun train(
     Model& model,
     const std::vector<std::pair<Tensor, Tensor>>& data,
     bool captured,
-    const std::function<double(int)>& lr_at = {}) {
+    const std::function<void(optim::ParamGroup&, int)>& schedule = {}) {
   optim::SGD opt(model.parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
   const auto body = [&](const Tensor& x, const Tensor& y) {
     opt.zero_grad();
@@ -56,7 +56,7 @@ TrainRun train(
       cuda::capture_step(body, {.on_fallback = [&](const std::string& m) { fallback = m; }});
   TrainRun r;
   for (size_t s = 0; s < data.size(); ++s) {
-    if (lr_at) opt.param_groups()[0].set("lr", lr_at(int(s)));
+    if (schedule) schedule(opt.param_groups()[0], int(s));
     const Tensor loss =
         captured ? step(data[s].first, data[s].second) : body(data[s].first, data[s].second);
     r.losses.push_back(loss.item<double>());
@@ -109,21 +109,31 @@ TEST(CudaGraph, CapturedSmallCnnStepMatchesEagerSteps) {
   expect_same(graph, eager, 1e-4);
 }
 
-TEST(CudaGraph, LearningRateChangesReachTheReplays) {
+// As OneCycle does: both the learning rate and the momentum change after the capture.
+TEST(CudaGraph, LearningRateAndMomentumChangesReachTheReplays) {
   IGNIS_REQUIRE_CUDA();
   manual_seed(25);
-  models::MLP a, b, c;
-  b.load_state_dict(a.state_dict());
-  c.load_state_dict(a.state_dict());
-  for (auto* m : {&a, &b, &c}) m->to(kGpu);
+  models::MLP a, b, c, d;
+  for (auto* m : {&b, &c, &d}) m->load_state_dict(a.state_dict());
+  for (auto* m : {&a, &b, &c, &d}) m->to(kGpu);
   const auto data = batches({64, 10}, kSteps, 26);
-  const auto decay = [](int s) { return s < 5 ? 0.05 : 0.005; };  // changes after the capture
-  const TrainRun eager = train(a, data, false, decay);
-  const TrainRun graph = train(b, data, true, decay);
+  const auto cycle = [](optim::ParamGroup& g, int s) {
+    g.set("lr", s < 5 ? 0.05 : 0.005);
+    g.set("momentum", s < 5 ? 0.9 : 0.5);
+  };
+  const TrainRun eager = train(a, data, false, cycle);
+  const TrainRun graph = train(b, data, true, cycle);
   expect_same(graph, eager, 1e-5);
-  // A graph that kept the captured lr would have trained like a constant 0.05.
-  const TrainRun constant = train(c, data, false, [](int) { return 0.05; });
-  EXPECT_GT(std::abs(constant.losses.back() - eager.losses.back()), 1e-4);
+  // A graph that kept the captured lr, or the captured momentum, would have trained as these.
+  const TrainRun lr_kept = train(c, data, false, [](optim::ParamGroup& g, int s) {
+    g.set("momentum", s < 5 ? 0.9 : 0.5);
+  });
+  const TrainRun momentum_kept = train(d, data, false, [](optim::ParamGroup& g, int s) {
+    g.set("lr", s < 5 ? 0.05 : 0.005);
+  });
+  EXPECT_GT(std::abs(lr_kept.losses.back() - eager.losses.back()), 1e-4);
+  EXPECT_GT(std::abs(momentum_kept.params[0].sub(eager.params[0]).abs().max().item<double>()),
+            1e-6);
 }
 
 /// A step with SGD on an MLP whose body also runs `extra` (something a graph cannot hold);

@@ -8,7 +8,7 @@
 #include "ignis/optim/optimizer.h"
 
 namespace ignis::optim {
-struct DeviceLearningRates;  // src/optim/optimizers.cpp
+struct DeviceStepValues;  // src/optim/optimizers.cpp
 
 struct SGDOptions {
   double lr = std::numeric_limits<double>::quiet_NaN();  ///< required (no default, as PyTorch)
@@ -36,7 +36,7 @@ class SGD : public Optimizer {
 
  private:
   // The learning rates that updates captured into a CUDA graph read on the device.
-  std::shared_ptr<DeviceLearningRates> device_lr_;
+  std::shared_ptr<DeviceStepValues> device_values_;
 };
 
 }  // namespace ignis::optim
