@@ -73,6 +73,10 @@ void Graph::capture_begin(const Stream& stream) {
   detail::DeviceGuard guard(g.device);
   g.stream = static_cast<cudaStream_t>(stream.handle());
   IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "Graph::capture_begin");
+  // The eager warm-up's freed blocks sit in the general pools, which the capture's private
+  // pool cannot use: they go back to the driver, so that a capture near the memory limit (a
+  // batch chosen by --batch-size auto) can allocate its own instead of falling back.
+  detail::device_allocator(g.device).empty_cache();
   g.pool = detail::device_allocator(g.device).begin_private_pool(
       reinterpret_cast<ignis::detail::RawMemory::Stream>(g.stream));
   const cudaError_t err = cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeThreadLocal);
