@@ -178,9 +178,10 @@ TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
   IGNIS_REQUIRE_CUDA();
   for (DType t : {kFloat32, kFloat64}) {
     // {8, 3, 40, 40}: 12800 values per channel, reduced in several chunks of unequal size
-    // and merged (the small shapes take one chunk).
-    for (const Shape& shape :
-         {Shape{4, 3, 5, 6}, Shape{16, 5}, Shape{3, 4, 7}, Shape{8, 3, 40, 40}}) {
+    // and merged (the small shapes take one chunk). 48 and 100 channels: the channels-last
+    // kernels work in tiles of 32 channels, so several tiles and a partial last one.
+    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{16, 5}, Shape{3, 4, 7},
+                               Shape{8, 3, 40, 40}, Shape{4, 48, 6, 5}, Shape{2, 100, 4, 4}}) {
       for (bool cl : {false, true}) {
         if (cl && shape.size() != 4) continue;
         const int64_t C = shape[1];
@@ -232,9 +233,10 @@ TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
 
 TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
   IGNIS_REQUIRE_CUDA();
-  // {8, 3, 40, 40} takes several chunks per channel; the residual follows the input's layout.
+  // {8, 3, 40, 40} takes several chunks per channel, {2, 100, 4, 4} several channel tiles;
+  // the residual follows the input's layout.
   for (DType t : {kFloat32, kFloat64})
-    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}})
+    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}, Shape{2, 100, 4, 4}})
       for (bool cl : {false, true})
         for (bool training : {true, false})
           for (bool residual : {false, true}) {
@@ -273,7 +275,7 @@ TEST(CudaNn, BatchNorm16BitInputWithFloat32ParametersMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
   enum class BnEpilogue { None, Relu, AddRelu };
   for (DType t : {kBFloat16, kFloat16})
-    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}})
+    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}, Shape{2, 100, 4, 4}})
       for (bool cl : {false, true})
         for (bool training : {true, false})
           for (BnEpilogue e : {BnEpilogue::None, BnEpilogue::Relu, BnEpilogue::AddRelu}) {
