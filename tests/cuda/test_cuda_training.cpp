@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "cuda/cuda_test_util.h"
+#include "ignis/amp.h"
 #include "ignis/models.h"
 #include "ignis/optim/sgd.h"
 
@@ -99,14 +100,22 @@ struct TrainResult {
   Tensor eval_output;  // the trained model in eval mode on the batch (running statistics)
   std::vector<nn::StateDict::Item> state;
 };
-TrainResult train(nn::Module& model, Device d, const Tensor& x, const Tensor& y, int steps) {
+/// With bf16: forward and loss under amp::autocast(kBFloat16), as `ignis train --amp bf16`.
+TrainResult train(nn::Module& model, Device d, const Tensor& x, const Tensor& y, int steps,
+                  bool bf16 = false) {
   model.to(d);
   model.train();
   optim::SGD opt(model.parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
   TrainResult r;
   for (int s = 0; s < steps; ++s) {
     opt.zero_grad();
-    const Tensor loss = nn::functional::cross_entropy(model.forward(x.to(d)), y.to(d));
+    Tensor loss;
+    {
+      amp::autocast mixed(kBFloat16, bf16);
+      const Tensor logits = model.forward(x.to(d));
+      if (bf16) EXPECT_EQ(logits.dtype(), kBFloat16) << d.str();
+      loss = nn::functional::cross_entropy(logits, y.to(d));
+    }
     loss.backward();
     opt.step();
     r.losses.push_back(loss.item<double>());
@@ -176,6 +185,28 @@ TEST(CudaTraining, ResNet18TrainsLikeTheCpu) {
   expect_same_training(gpu, cpu, 1e-3, 5e-3);
   // The first loss is one forward pass from equal weights: float32 rounding through 20 layers.
   EXPECT_NEAR(gpu.losses[0], cpu.losses[0], 1e-4 * (1 + std::abs(cpu.losses[0])));
+}
+
+// --amp bf16 on both devices: cuBLASLt's and cuDNN's bf16 kernels against oneDNN's and the
+// CPU's, batch norm on bf16 activations with float32 statistics, bf16 gradients into float32
+// parameters. Each op rounds to bf16 (8 significant bits, ~4e-3) in its own order on each
+// device, hence the tolerances; a wrong kernel is off by far more.
+TEST(CudaTraining, Bf16AutocastTrainsLikeTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  manual_seed(11);
+  models::MLP cpu_mlp, gpu_mlp;
+  gpu_mlp.load_state_dict(cpu_mlp.state_dict());
+  Generator g(12);
+  const Tensor x = randn({64, 10}, {}, &g), y = randint(0, 10, {64}, {}, &g);
+  expect_same_training(train(gpu_mlp, kGpu, x, y, 3, true),
+                       train(cpu_mlp, Device::cpu(), x, y, 3, true), 2e-2, 2e-2);
+  const models::ResNetConfig config{
+      .in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar};
+  auto cpu_net = models::resnet18(config), gpu_net = models::resnet18(config);
+  gpu_net->load_state_dict(cpu_net->state_dict());
+  const Tensor xi = randn({8, 3, 16, 16}, {}, &g), yi = randint(0, 10, {8}, {}, &g);
+  expect_same_training(train(*gpu_net, kGpu, xi, yi, 2, true),
+                       train(*cpu_net, Device::cpu(), xi, yi, 2, true), 3e-2, 3e-2);
 }
 
 }  // namespace
