@@ -167,17 +167,14 @@ struct FilterDesc {
   cudnnFilterDescriptor_t d = nullptr;
   /// w's logical dims [O, C / groups, kH, kW]; its memory in NCHW or NHWC order.
   FilterDesc(const Tensor& w, bool nhwc, const char* op) {
+    std::array<int, 4> v{};
+    for (int i = 0; i < 4; ++i) v[i] = desc_int(w.size(i), op);
     IGNIS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d), op);
-    IGNIS_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(
-            d,
-            data_type(w.dtype()),
-            nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-            int(w.size(0)),
-            int(w.size(1)),
-            int(w.size(2)),
-            int(w.size(3))),
-        op);
+    const cudnnStatus_t set = cudnnSetFilter4dDescriptor(
+        d, data_type(w.dtype()), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, v[0], v[1], v[2],
+        v[3]);
+    if (set != CUDNN_STATUS_SUCCESS) cudnnDestroyFilterDescriptor(d);  // not leaked on throw
+    IGNIS_CUDNN_CHECK(set, op);
   }
   ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
   FilterDesc(const FilterDesc&) = delete;
@@ -188,6 +185,14 @@ struct ConvDesc {
   cudnnConvolutionDescriptor_t d = nullptr;
   ConvDesc(const Conv2dParams& p, DType t, const char* op) {
     IGNIS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d), op);
+    try {
+      configure(p, t, op);
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      cudnnDestroyConvolutionDescriptor(d);
+      throw;
+    }
+  }
+  void configure(const Conv2dParams& p, DType t, const char* op) {
     IGNIS_CUDNN_CHECK(
         cudnnSetConvolution2dDescriptor(
             d,
@@ -286,26 +291,61 @@ struct AlgoChoice {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
-/// The algorithm for key, found once (by cuDNN's heuristics, or timed in benchmark mode).
+/// The algorithms cuDNN lists as supported for key, best first, found once (by its
+/// heuristics, or timed in benchmark mode); run_first_that_works drops those that fail.
+struct AlgoCache {
+  std::mutex mu;
+  std::map<AlgoKey, std::vector<AlgoChoice>> lists;
+};
+AlgoCache& algo_cache() {
+  static AlgoCache cache;
+  return cache;
+}
+
 template <class Find>
-AlgoChoice cached_algo(const AlgoKey& key, const Find& find) {
-  static std::mutex mu;
-  static std::map<AlgoKey, AlgoChoice> cache;
+std::vector<AlgoChoice> cached_algos(const AlgoKey& key, const Find& find) {
+  AlgoCache& c = algo_cache();
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (auto it = c.lists.find(key); it != c.lists.end()) return it->second;
   }
-  const AlgoChoice algo = find();
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace(key, algo);
-  return algo;
+  std::vector<AlgoChoice> found = find();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.lists.emplace(key, std::move(found)).first->second;
 }
 
 template <class Perf>
-AlgoChoice first_supported(const Perf* perf, int count, const char* op) {
+std::vector<AlgoChoice> supported(const Perf* perf, int count, const char* op) {
+  std::vector<AlgoChoice> out;
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) return {int(perf[i].algo), perf[i].mathType};
-  throw NotImplementedError(fmt::format("[{}] cuDNN offers no algorithm for this convolution", op));
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back({int(perf[i].algo), perf[i].mathType});
+  IGNIS_CHECK(!out.empty(), NotImplementedError,
+              "[{}] cuDNN offers no algorithm for this convolution", op);
+  return out;
+}
+
+/// Runs attempt(choice) (set the math type, size the workspace, call cuDNN: the status) for
+/// the candidates in order until one succeeds. A listed algorithm can still be refused for
+/// these operands (their alignment, a 16-bit case the legacy API covers thinly), as PyTorch
+/// also finds; those are dropped from the cached list, so the next call starts with the one
+/// that ran. Any other error, or every candidate refused, throws.
+template <class Attempt>
+void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& candidates,
+                          const Attempt& attempt, const char* op) {
+  cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    status = attempt(candidates[i]);
+    if (status == CUDNN_STATUS_SUCCESS) {
+      if (i > 0) {
+        AlgoCache& c = algo_cache();
+        std::lock_guard<std::mutex> lock(c.mu);
+        c.lists[key].assign(candidates.begin() + std::ptrdiff_t(i), candidates.end());
+      }
+      return;
+    }
+    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) break;
+  }
+  IGNIS_CUDNN_CHECK(status, op);
 }
 
 /// A workspace of `bytes` from the caching allocator (an empty tensor for none).
@@ -342,14 +382,15 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, w, y, p, op);
   const Tensor wm = filter_memory(w, d);
-  const AlgoChoice choice = cached_algo(key_of(Pass::Forward, dev, x, w, y, p), [&] {
+  const AlgoKey key = key_of(Pass::Forward, dev, x, w, y, p);
+  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
     cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
     int n = 0;
     IGNIS_CUDNN_CHECK(
         cudnnGetConvolutionForwardAlgorithm_v7(
             h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
         op);
-    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    if (!cudnn_benchmark()) return supported(perf, n, op);
     const size_t wsb = benchmark_workspace(perf, n);
     Tensor ws = workspace(wsb, x.device());
     IGNIS_CUDNN_CHECK(
@@ -368,30 +409,31 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
             data_or_null(ws),
             wsb),
         op);
-    return first_supported(perf, n, op);  // sorted by time
+    return supported(perf, n, op);  // sorted by time
   });
-  d.conv.use(choice.math, x.dtype(), op);
-  const auto algo = cudnnConvolutionFwdAlgo_t(choice.algo);
-  size_t bytes = 0;
-  IGNIS_CUDNN_CHECK(
-      cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo, &bytes), op);
-  Tensor ws = workspace(bytes, x.device());
-  IGNIS_CUDNN_CHECK(
-      cudnnConvolutionForward(
-          h,
-          kOne.of(x.dtype()),
-          d.x.d,
-          x.data_ptr(),
-          d.w.d,
-          wm.data_ptr(),
-          d.conv.d,
-          algo,
-          data_or_null(ws),
-          bytes,
-          kZero.of(x.dtype()),
-          d.y.d,
-          y.data_ptr()),
-      op);
+  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
+    d.conv.use(c.math, x.dtype(), op);
+    const auto algo = cudnnConvolutionFwdAlgo_t(c.algo);
+    size_t bytes = 0;
+    const cudnnStatus_t sized =
+        cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo, &bytes);
+    if (sized != CUDNN_STATUS_SUCCESS) return sized;
+    Tensor ws = workspace(bytes, x.device());
+    return cudnnConvolutionForward(
+        h,
+        kOne.of(x.dtype()),
+        d.x.d,
+        x.data_ptr(),
+        d.w.d,
+        wm.data_ptr(),
+        d.conv.d,
+        algo,
+        data_or_null(ws),
+        bytes,
+        kZero.of(x.dtype()),
+        d.y.d,
+        y.data_ptr());
+  }, op);
 }
 
 void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dParams& p) {
@@ -401,14 +443,15 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(gx, w, gy, p, op);
   const Tensor wm = filter_memory(w, d);
-  const AlgoChoice choice = cached_algo(key_of(Pass::Data, dev, gx, w, gy, p), [&] {
+  const AlgoKey key = key_of(Pass::Data, dev, gx, w, gy, p);
+  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
     cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
     int n = 0;
     IGNIS_CUDNN_CHECK(
         cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
         op);
-    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    if (!cudnn_benchmark()) return supported(perf, n, op);
     const size_t wsb = benchmark_workspace(perf, n);
     Tensor ws = workspace(wsb, gx.device());
     IGNIS_CUDNN_CHECK(
@@ -427,31 +470,31 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
             data_or_null(ws),
             wsb),
         op);
-    return first_supported(perf, n, op);
+    return supported(perf, n, op);
   });
-  d.conv.use(choice.math, gx.dtype(), op);
-  const auto algo = cudnnConvolutionBwdDataAlgo_t(choice.algo);
-  size_t bytes = 0;
-  IGNIS_CUDNN_CHECK(
-      cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d, algo, &bytes),
-      op);
-  Tensor ws = workspace(bytes, gx.device());
-  IGNIS_CUDNN_CHECK(
-      cudnnConvolutionBackwardData(
-          h,
-          kOne.of(gx.dtype()),
-          d.w.d,
-          wm.data_ptr(),
-          d.y.d,
-          gy.data_ptr(),
-          d.conv.d,
-          algo,
-          data_or_null(ws),
-          bytes,
-          kZero.of(gx.dtype()),
-          d.x.d,
-          gx.data_ptr()),
-      op);
+  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
+    d.conv.use(c.math, gx.dtype(), op);
+    const auto algo = cudnnConvolutionBwdDataAlgo_t(c.algo);
+    size_t bytes = 0;
+    const cudnnStatus_t sized = cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w.d, d.y.d, d.conv.d, d.x.d, algo, &bytes);
+    if (sized != CUDNN_STATUS_SUCCESS) return sized;
+    Tensor ws = workspace(bytes, gx.device());
+    return cudnnConvolutionBackwardData(
+        h,
+        kOne.of(gx.dtype()),
+        d.w.d,
+        wm.data_ptr(),
+        d.y.d,
+        gy.data_ptr(),
+        d.conv.d,
+        algo,
+        data_or_null(ws),
+        bytes,
+        kZero.of(gx.dtype()),
+        d.x.d,
+        gx.data_ptr());
+  }, op);
 }
 
 void backward_filter(
@@ -462,14 +505,15 @@ void backward_filter(
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, gw, gy, p, op);
   const Tensor gw_memory = filter_grad_memory(gw, d);
-  const AlgoChoice choice = cached_algo(key_of(Pass::Filter, dev, x, gw, gy, p), [&] {
+  const AlgoKey key = key_of(Pass::Filter, dev, x, gw, gy, p);
+  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
     int n = 0;
     IGNIS_CUDNN_CHECK(
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
         op);
-    if (!cudnn_benchmark()) return first_supported(perf, n, op);
+    if (!cudnn_benchmark()) return supported(perf, n, op);
     const size_t wsb = benchmark_workspace(perf, n);
     Tensor ws = workspace(wsb, x.device());
     IGNIS_CUDNN_CHECK(
@@ -488,44 +532,37 @@ void backward_filter(
             data_or_null(ws),
             wsb),
         op);
-    return first_supported(perf, n, op);
+    return supported(perf, n, op);
   });
-  d.conv.use(choice.math, x.dtype(), op);
-  const auto algo = cudnnConvolutionBwdFilterAlgo_t(choice.algo);
-  size_t bytes = 0;
-  IGNIS_CUDNN_CHECK(
-      cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          h, d.x.d, d.y.d, d.conv.d, d.w.d, algo, &bytes),
-      op);
-  Tensor ws = workspace(bytes, x.device());
-  IGNIS_CUDNN_CHECK(
-      cudnnConvolutionBackwardFilter(
-          h,
-          kOne.of(x.dtype()),
-          d.x.d,
-          x.data_ptr(),
-          d.y.d,
-          gy.data_ptr(),
-          d.conv.d,
-          algo,
-          data_or_null(ws),
-          bytes,
-          kZero.of(x.dtype()),
-          d.w.d,
-          gw_memory.data_ptr()),
-      op);
+  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
+    d.conv.use(c.math, x.dtype(), op);
+    const auto algo = cudnnConvolutionBwdFilterAlgo_t(c.algo);
+    size_t bytes = 0;
+    const cudnnStatus_t sized = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x.d, d.y.d, d.conv.d, d.w.d, algo, &bytes);
+    if (sized != CUDNN_STATUS_SUCCESS) return sized;
+    Tensor ws = workspace(bytes, x.device());
+    return cudnnConvolutionBackwardFilter(
+        h,
+        kOne.of(x.dtype()),
+        d.x.d,
+        x.data_ptr(),
+        d.y.d,
+        gy.data_ptr(),
+        d.conv.d,
+        algo,
+        data_or_null(ws),
+        bytes,
+        kZero.of(x.dtype()),
+        d.w.d,
+        gw_memory.data_ptr());
+  }, op);
   store_filter_grad(gw, gw_memory, d);
   if (!gb.defined()) return;
-  if (is_16bit(gy.dtype())) {  // summed in float32, rounded once (see add_bias)
-    Tensor(gb).copy_(gy.to(kFloat32).sum({0, 2, 3}));
-    return;
-  }
-  const Tensor gb4 = gb.view({1, gb.size(0), 1, 1});
-  TensorDesc db(gb4, d.nhwc, op);
-  IGNIS_CUDNN_CHECK(
-      cudnnConvolutionBackwardBias(
-          h, kOne.of(x.dtype()), d.y.d, gy.data_ptr(), kZero.of(x.dtype()), db.d, gb.data_ptr()),
-      op);
+  // The bias gradient by the reduction kernels (16-bit summed in float32 and rounded once), not
+  // cudnnConvolutionBackwardBias: deprecated in cuDNN 9, its channels-last and 16-bit cases
+  // undocumented.
+  Tensor(gb).copy_(is_16bit(gy.dtype()) ? gy.to(kFloat32).sum({0, 2, 3}) : gy.sum({0, 2, 3}));
 }
 
 void add_bias(const Tensor& bias, const Tensor& y) {
