@@ -16,6 +16,7 @@
 #include <ignis/ignis.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -287,7 +288,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
   ig::Device device = resolve_device(o.device, why);
   const Ranks ranks = join_job(device);
   resolve_defaults(o, device, ranks);
-  const int64_t rank_batch = o.batch_size / ranks.size;
+  int64_t rank_batch = o.batch_size / ranks.size;  // after --batch-size auto: its choice
   startup.mark("device");
   TrainData d = load_train_data(o);
   startup.mark("data");
@@ -317,10 +318,18 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       d.test->size());
   fmt::print("        {}\n", d.split_note);
 
-  if (o.batch_size_auto)  // before the seed: its trial models draw random weights
-    o.batch_size = choose_batch_size(o, d, device, [&](std::vector<ig::Tensor> params) {
-      return make_optimizer(o, std::move(params));
-    });
+  if (o.batch_size_auto) {  // before the seed: its trial models draw random weights
+    // What fits one process's device; under mpirun every rank takes the smallest choice, and
+    // the global batch is that times the ranks.
+    std::vector<int64_t> chosen(size_t(ranks.size), 0);
+    chosen[size_t(ranks.rank)] =
+        choose_batch_size(o, d, device, [&](std::vector<ig::Tensor> params) {
+          return make_optimizer(o, std::move(params));
+        });
+    if (ranks.distributed()) sum_across_ranks(ranks, chosen);
+    rank_batch = *std::min_element(chosen.begin(), chosen.end());
+    o.batch_size = rank_batch * ranks.size;
+  }
   if (progress)
     progress->batch_size = o.batch_size, progress->accumulate = o.accumulate, progress->amp = o.amp;
   ig::manual_seed(o.seed);  // initial weights follow the seed
