@@ -33,58 +33,60 @@ struct Bucket {
   bool slice_untouched() const { return all(slice.eq(kSentinel)).item<bool>(); }
 };
 
-struct Case {
-  Tensor x, w, w_ref;
-};
-
-Case make_case(bool channels_last = false) {
-  manual_seed(3);
-  Case c;
-  c.x = randn({2, 3, 6, 5});
-  Tensor w = randn({4, 3, 3, 3});
-  if (channels_last) w = w.to(MemoryFormat::channels_last);
-  c.w = w.clone(MemoryFormat::preserve).requires_grad_(true);
-  c.w_ref = w.clone(MemoryFormat::preserve).requires_grad_(true);
-  return c;
-}
-
 void set_destination(const Tensor& leaf, const Tensor& dest, double scale = 1) {
   detail::autograd_meta(leaf).grad_destination = {dest, scale};
 }
+
+/// An input, a weight w whose destination is `bucket`'s slice, and w_ref, the same weight
+/// without a destination (the reference).
+struct Case {
+  Tensor x, w, w_ref;
+  Bucket bucket;
+  /// The loss whose gradient the tests compare, through weight w (c.w or c.w_ref).
+  Tensor loss(const Tensor& weight) const {
+    return conv2d(x, weight, Tensor(), padded()).pow(2).sum();
+  }
+};
+
+Case make_case(double scale = 1, bool channels_last = false) {
+  manual_seed(3);
+  const Tensor x = randn({2, 3, 6, 5});
+  Tensor w = randn({4, 3, 3, 3});
+  if (channels_last) w = w.to(MemoryFormat::channels_last);
+  Case c{x, w.clone(MemoryFormat::preserve).requires_grad_(true),
+         w.clone(MemoryFormat::preserve).requires_grad_(true), Bucket(w.sizes(), w.numel())};
+  set_destination(c.w, c.bucket.slice, scale);
+  return c;
+}
+
 
 }  // namespace
 
 TEST(GradientDestination, ConvolutionWritesTheWeightGradientIntoIt) {
   Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_EQ(c.w.grad().data_ptr(), b.slice.data_ptr()) << "the gradient was copied";
+  c.loss(c.w).backward();
+  c.loss(c.w_ref).backward();
+  EXPECT_EQ(c.w.grad().data_ptr(), c.bucket.slice.data_ptr()) << "the gradient was copied";
   EXPECT_TRUE(equal(c.w.grad(), c.w_ref.grad()));
-  EXPECT_TRUE(b.margins_untouched());
+  EXPECT_TRUE(c.bucket.margins_untouched());
 }
 
 // The second backward adds into grad() (now the slice) in place, as without a destination.
 TEST(GradientDestination, LaterBackwardsAccumulateIntoTheSameSlice) {
   Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
   for (int i = 0; i < 2; ++i) {
-    conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-    conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
+    c.loss(c.w).backward();
+    c.loss(c.w_ref).backward();
   }
-  EXPECT_EQ(c.w.grad().data_ptr(), b.slice.data_ptr());
+  EXPECT_EQ(c.w.grad().data_ptr(), c.bucket.slice.data_ptr());
   EXPECT_TRUE(allclose(c.w.grad(), c.w_ref.grad(), 1e-6, 1e-6));
-  EXPECT_TRUE(b.margins_untouched());
+  EXPECT_TRUE(c.bucket.margins_untouched());
 }
 
 // A weight used by two convolutions gets two gradients: the first may land in the slice, the
 // engine adds the second out of place, and grad() is their sum either way.
 TEST(GradientDestination, WeightUsedTwiceGetsTheSum) {
   Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
   auto twice = [&](const Tensor& w) {
     Tensor h = conv2d(c.x, w, Tensor(), padded()).tanh();
     return conv2d(h.narrow(1, 0, 3), w, Tensor(), padded()).pow(2).sum();
@@ -92,32 +94,28 @@ TEST(GradientDestination, WeightUsedTwiceGetsTheSum) {
   twice(c.w).backward();
   twice(c.w_ref).backward();
   EXPECT_TRUE(allclose(c.w.grad(), c.w_ref.grad(), 1e-5, 1e-5));
-  EXPECT_TRUE(b.margins_untouched());
+  EXPECT_TRUE(c.bucket.margins_untouched());
 }
 
 // autograd::grad returns gradients without touching grad(): writing them into the bucket
 // would let the next backward overwrite what the caller holds.
 TEST(GradientDestination, AutogradGradLeavesItAlone) {
   Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
-  const Tensor loss = conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum();
+  const Tensor loss = c.loss(c.w);
   Tensor g = autograd::grad(std::vector<Tensor>{loss}, std::vector<Tensor>{c.w})[0];
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
+  c.loss(c.w_ref).backward();
   EXPECT_TRUE(equal(g, c.w_ref.grad()));
-  EXPECT_NE(g.data_ptr(), b.slice.data_ptr());
-  EXPECT_TRUE(b.slice_untouched());
+  EXPECT_NE(g.data_ptr(), c.bucket.slice.data_ptr());
+  EXPECT_TRUE(c.bucket.slice_untouched());
   EXPECT_FALSE(c.w.grad().defined());
 }
 
 // create_graph records the gradient's own history: the kernel's output is not offered.
 TEST(GradientDestination, CreateGraphLeavesItAlone) {
   Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward(Tensor(), false, true);
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_TRUE(b.slice_untouched());
+  c.loss(c.w).backward(Tensor(), false, true);
+  c.loss(c.w_ref).backward();
+  EXPECT_TRUE(c.bucket.slice_untouched());
   EXPECT_TRUE(allclose(c.w.grad(), c.w_ref.grad(), 1e-6, 1e-6));
 }
 
@@ -126,23 +124,19 @@ TEST(GradientDestination, ExistingGradientIsAddedInto) {
   Case c = make_case();
   c.w.mutable_grad() = ones_like(c.w);
   c.w_ref.mutable_grad() = ones_like(c.w_ref);
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_TRUE(b.slice_untouched());
+  c.loss(c.w).backward();
+  c.loss(c.w_ref).backward();
+  EXPECT_TRUE(c.bucket.slice_untouched());
   EXPECT_TRUE(equal(c.w.grad(), c.w_ref.grad()));
 }
 
 // A channels-last weight's gradient is channels-last (Note [Gradient layout follows the
 // leaf]): a contiguous destination does not fit and is left alone.
 TEST(GradientDestination, LayoutMismatchLeavesItAlone) {
-  Case c = make_case(/*channels_last=*/true);
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice);
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_TRUE(b.slice_untouched());
+  Case c = make_case(1, /*channels_last=*/true);
+  c.loss(c.w).backward();
+  c.loss(c.w_ref).backward();
+  EXPECT_TRUE(c.bucket.slice_untouched());
   EXPECT_TRUE(equal(c.w.grad(), c.w_ref.grad()));
   EXPECT_EQ(c.w.grad().strides(), c.w_ref.grad().strides());
 }
@@ -150,12 +144,10 @@ TEST(GradientDestination, LayoutMismatchLeavesItAlone) {
 // The destination's scale multiplies what is written (DDP's 1 / world_size), and a used
 // destination is cleared: that tells its owner the gradient arrived written and scaled.
 TEST(GradientDestination, ConvolutionAppliesTheScaleAndUsesItUp) {
-  Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice, 0.25);
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_EQ(c.w.grad().data_ptr(), b.slice.data_ptr());
+  Case c = make_case(0.25);
+  c.loss(c.w).backward();
+  c.loss(c.w_ref).backward();
+  EXPECT_EQ(c.w.grad().data_ptr(), c.bucket.slice.data_ptr());
   EXPECT_TRUE(equal(c.w.grad(), c.w_ref.grad() * 0.25));  // a power of two: exact
   EXPECT_FALSE(detail::autograd_meta(c.w).grad_destination.tensor.defined());
 }
@@ -191,17 +183,15 @@ TEST(GradientDestination, ProductWritesItsGradientIntoIt) {
 
 // A gradient hook must see the gradient as computed, not scaled into a bucket.
 TEST(GradientDestination, LeafWithAHookIsNotOffered) {
-  Case c = make_case();
-  Bucket b(c.w.sizes(), c.w.numel());
-  set_destination(c.w, b.slice, 0.5);
+  Case c = make_case(0.5);
   Tensor seen;
   c.w.register_hook([&seen](const Tensor& g) {
     seen = g.clone();
     return Tensor();
   });
-  conv2d(c.x, c.w, Tensor(), padded()).pow(2).sum().backward();
-  conv2d(c.x, c.w_ref, Tensor(), padded()).pow(2).sum().backward();
-  EXPECT_TRUE(b.slice_untouched());
+  c.loss(c.w).backward();
+  c.loss(c.w_ref).backward();
+  EXPECT_TRUE(c.bucket.slice_untouched());
   EXPECT_TRUE(equal(seen, c.w_ref.grad()));
   EXPECT_TRUE(equal(c.w.grad(), c.w_ref.grad()));
 }
