@@ -105,6 +105,12 @@ void sort_rows(
       NotImplementedError,
       "[sort] rows of at most 2^31 - 1 elements on cuda, got {}",
       n);
+  // CUB's segmented sort counts items and segments in int.
+  IGNIS_CHECK(
+      x.numel() <= std::numeric_limits<int>::max(),
+      NotImplementedError,
+      "[sort] at most 2^31 - 1 elements in all on cuda, got {}; sort it in parts",
+      x.numel());
   NoGradGuard no_grad;
   const Device dev = x.device();
   const Tensor rows_x = x.transpose(dim, -1).contiguous();  // [..., n], dim last

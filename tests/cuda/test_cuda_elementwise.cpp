@@ -19,14 +19,16 @@ using testing::random_values;
 
 using View = std::function<Tensor(const Tensor&)>;
 
-/// Views that take each launch path: base is a contiguous [40, 51] tensor (2040 elements,
-/// not a multiple of any vector width).
+/// Views that take each launch path: base is a contiguous [40, 51] tensor (2040 elements);
+/// a unary op's output takes its input's layout, so the transposed view runs contiguous.
 const std::vector<std::pair<const char*, View>>& views() {
   static const std::vector<std::pair<const char*, View>> v = {
       {"contiguous", [](const Tensor& b) { return b; }},
       {"transposed", [](const Tensor& b) { return b.t(); }},
       {"every other column", [](const Tensor& b) { return b.slice(1, 0, 51, 2); }},
       {"misaligned", [](const Tensor& b) { return b.view({-1}).narrow(0, 1, 2039); }},
+      // Aligned but of odd length: the vectorised loop's scalar tail.
+      {"aligned odd length", [](const Tensor& b) { return b.view({-1}).narrow(0, 0, 2039); }},
   };
   return v;
 }
