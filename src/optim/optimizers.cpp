@@ -141,6 +141,12 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
   if (a.momentum != 0) {
     auto it = st.find("momentum_buffer");
     if (it == st.end()) {
+      // During a capture (values on the device): a graph would replay the first step's
+      // "buffer = direction" every time.
+      if (values_on_device)
+        ignis::detail::refuse_during_capture(
+            "SGD", "would create its momentum buffer (a parameter with no gradient in the "
+                   "eager warm-up steps)");
       it = st.emplace("momentum_buffer", empty_like(p)).first;
       a.first = true;
     }

@@ -95,7 +95,6 @@ TEST(CudaGraph, CapturedMlpStepMatchesEagerSteps) {
   const auto data = batches({64, 10}, kSteps, 22);
   const TrainRun eager = train(eager_model, data, false);
   const TrainRun graph = train(graph_model, data, true);
-  EXPECT_LT(eager.losses.back(), eager.losses.front());
   expect_same(graph, eager, 1e-5);
 }
 
