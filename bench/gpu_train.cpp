@@ -36,8 +36,27 @@ const Device kGpu = Device::cuda(0);
 using bench::gpu_median_ms;
 
 void layer_row(const char* name, double ms) {
-  fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"ms\": {:.4f}}}\n", name, ms);
+  fmt::print(
+      "{{\"engine\": \"ignis\", \"device\": \"cuda\", \"row\": \"{}\", \"ms\": {:.4f}, "
+      "\"seconds\": {:.6g}}}\n",
+      name,
+      ms,
+      ms / 1e3);
   std::fflush(stdout);
+}
+
+/// s as the inside of a JSON string (a fallback message may hold quotes or backslashes).
+std::string json_escaped(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", int(c));
+      continue;
+    }
+    out += c;
+  }
+  return out;
 }
 
 /// `steps` training steps of model on (x, y), timed from the first launch to the final
@@ -58,7 +77,8 @@ void step_row(const char* name, nn::Module& model, const Tensor& x, const Tensor
     return loss;
   };
   cuda::CapturedStep graph = cuda::capture_step(body, {.on_fallback = [&](const std::string& m) {
-    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": \"{}\"}}\n", name, m);
+    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": \"{}\"}}\n", name,
+               json_escaped(m));
   }});
   const auto step = [&] { captured ? graph(x, y) : body(x, y); };
   if (captured) warmup = std::max(warmup, 5);  // 3 eager warm-ups, the capture, a replay

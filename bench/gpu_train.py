@@ -42,7 +42,8 @@ def median_ms(fn, reps=20):
 
 
 def layer_row(name, ms):
-    print(json.dumps({"engine": "torch", "row": name, "ms": round(ms, 4)}), flush=True)
+    print(json.dumps({"engine": "torch", "device": "cuda", "row": name, "ms": round(ms, 4),
+                      "seconds": ms / 1e3}), flush=True)
 
 
 def step_row(name, model, x, y, warmup, steps, variant, bf16=False):
@@ -106,8 +107,14 @@ def main():
         print(json.dumps({"engine": "torch", "info": "torch.compile missing in " + torch.__version__}))
         return
     torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    # IEEE float32 (no TF32), as Ignis's default: the newer switches where they exist (the
+    # old ones are deprecated there), else the old ones.
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "ieee"
+    else:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda:0")
     print(json.dumps({"engine": "torch", "info": torch.cuda.get_device_name(0),
                       "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}))

@@ -9,7 +9,11 @@
 # within about 8 minutes: each step gets what is left, and a step the budget no longer allows
 # is reported as skipped.
 #
-#   IGNIS_COMMIT=<hash> scripts/gpu-check.sh OUTDIR
+#   IGNIS_COMMIT=<hash> [IGNIS_GPU_CHECK_PARTS="tests bench sanitizer"] scripts/gpu-check.sh OUTDIR
+#
+# IGNIS_GPU_CHECK_PARTS picks what runs after the build (default: all three). A build kept
+# from a previous call on a machine still warm is reused, so a check can be split into calls
+# of one part each (tests first: they are the evidence that matters most).
 #
 # OUTDIR receives three files, refreshed after every step (so a check cut short still leaves
 # them): summary.md, ctest-cuda.xml (JUnit) and logs.tar.gz (every log and JSON line, without
@@ -53,6 +57,10 @@ left() {
 cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
 # cap with a floor: `timeout 0` would mean no limit at all.
 capmin() { local c; c=$(cap "$1"); echo $((c > $2 ? c : $2)); }
+# Which parts run after the build: tests (cuda tests, unit tests, the trainer), bench (GPU
+# benchmarks, PyTorch comparison), sanitizer (compute-sanitizer over the cuda tests).
+parts=" ${IGNIS_GPU_CHECK_PARTS:-tests bench sanitizer} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 
 say "# GPU check"
 say "- commit: ${IGNIS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
@@ -143,116 +151,129 @@ say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"
 [ $rc -eq 0 ] || { grep -E "error|FAILED" "$work/build.log" | head -40; exit 1; }
 pack
 
-# The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
-# GPU machine CudaErrors checks the out-of-range device index instead of "no device").
-# -j 4: each test is a process paying CUDA's context and library start-up (1-3 s); none
-# fills the GPU's memory (the out-of-memory test asks for twice the device at once).
-timeout -k 10 "$(capmin 300 90)" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --timeout 120 \
-  --output-junit "$work/ctest-cuda.xml" >"$work/ctest-cuda.log" 2>&1
-rc=$?
-say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$work/ctest-cuda.log" | tail -1)"
-grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$work/ctest-cuda.log" | head -30 | tee -a "$summary"
-timeout -k 10 "$(capmin 120 30)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator|GraphCapture|CaptureStep" \
-  --output-on-failure >"$work/ctest-unit.log" 2>&1
-say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$work/ctest-unit.log" | tail -1)"
-pack
-
-# The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
-# by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,
-# then the test report, and its start-up (process start to the end of the first step, with
-# the batch-size trials). The run directory stays in the work folder (its log is packed).
-if [ "$(left)" -ge 60 ]; then
-  timeout -k 10 "$(cap 120)" "$build/apps/ignis/ignis" train --data synthetic --limit 8192 \
-    --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 --profile-startup \
-    --out "$work/train-resnet18" >"$work/train-resnet18.log" 2>&1
+if want tests; then
+  # The `cuda` tests, plus the unit tests of the CUDA error paths and the caching policy (on a
+  # GPU machine CudaErrors checks the out-of-range device index instead of "no device").
+  # -j 4: each test is a process paying CUDA's context and library start-up (1-3 s); none
+  # fills the GPU's memory (the out-of-memory test asks for twice the device at once).
+  timeout -k 10 "$(capmin 300 90)" ctest --test-dir "$build" -L cuda -j 4 --output-on-failure --timeout 120 \
+    --output-junit "$work/ctest-cuda.xml" >"$work/ctest-cuda.log" 2>&1
   rc=$?
-  say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$work/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
-  say "  $(grep -m1 '^startup ' "$work/train-resnet18.log" || echo 'startup: no line')"
+  say "- cuda tests: exit $rc: $(grep -E 'tests passed|tests failed' "$work/ctest-cuda.log" | tail -1)"
+  grep -E "Skipped|\*\*\*Failed|Not Run|Exception" "$work/ctest-cuda.log" | head -30 | tee -a "$summary"
+  timeout -k 10 "$(capmin 120 30)" ctest --test-dir "$build" -L unit -R "CudaErrors|CachingAllocator|GraphCapture|CaptureStep" \
+    --output-on-failure >"$work/ctest-unit.log" 2>&1
+  say "- cuda unit tests: exit $?: $(grep -E 'tests passed|tests failed' "$work/ctest-unit.log" | tail -1)"
   pack
-else
-  say "- ignis train on cuda: skipped (time budget spent)"
-fi
 
-# GPU benchmarks (each prints JSON lines); added as the CUDA backend grows. gpu_train runs
-# below, inside bench/compare.sh, next to PyTorch.
-for b in "$build"/bench/gpu_*; do
-  [ -x "$b" ] || continue
-  name=$(basename "$b")
-  [ "$name" = gpu_train ] && continue
-  # A third of what is left at most: the sanitizer runs come next.
-  t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
-  if [ "$t" -lt 10 ]; then
-    say "- bench $name: skipped (time budget spent)"
-    continue
-  fi
-  timeout -k 10 "$t" "$b" >"$work/$name.jsonl" 2>&1
-  say "- bench $name: exit $? ($name.jsonl)"
-  pack
-done
-# Ignis against this machine's PyTorch (eager, CUDA graphs, torch.compile when it finishes in
-# time), start-up and time to accuracy on Fashion-MNIST (carried by gpu-deps.sh), in at most
-# half of what is left (the sanitizer runs come next): bench/compare.sh's table of ratios.
-t=$(($(left) / 2 < 200 ? $(left) / 2 : 200))
-if ! "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
-  say "- bench compare.sh: skipped (no torch/torchvision with CUDA)"
-elif [ "$t" -lt 30 ]; then
-  say "- bench compare.sh: skipped (time budget spent)"
-else
-  fmnist=$(first "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/fashion-mnist)
-  IGNIS_PYTHON=$py GPU_SECONDS=$t DATA_DIR=${fmnist:-none} timeout -k 10 "$((t + 20))" \
-    bench/compare.sh --gpu --build "$build" --out "$work/compare" >"$work/compare.md" 2>&1
-  say "- bench compare.sh --gpu: exit $? in at most $t s (compare.md, compare/)"
-  pack
-  grep '^|' "$work/compare.md" | tee -a "$summary"
-fi
-
-# The `cuda` tests under compute-sanitizer: memcheck (out-of-bounds and misaligned device
-# accesses, failing CUDA calls, answers right by luck), then racecheck (shared-memory hazards:
-# the reduction and softmax kernels), each given half of what is left of the budget (a run
-# cut short says how far it got). A probe on one test first: when the tool is missing, or it
-# cannot attach here (a driver, container or runtime that refuses its debugger interface),
-# the step is skipped with the reason.
-sanitizer=$(command -v compute-sanitizer || true)
-if [ -z "$sanitizer" ] && [ -x "$cuda_home/bin/compute-sanitizer" ]; then
-  sanitizer=$cuda_home/bin/compute-sanitizer
-fi
-test_cuda=$build/tests/test_cuda
-if [ -z "$sanitizer" ]; then
-  say "- compute-sanitizer: skipped (not in PATH nor in $cuda_home/bin)"
-elif [ "$(left)" -lt 60 ]; then
-  say "- compute-sanitizer: skipped (time budget spent: $(left) s left)"
-else
-  timeout -k 5 60 "$sanitizer" --tool memcheck --error-exitcode 3 "$test_cuda" \
-    --gtest_filter='CudaRuntime.DeviceQueriesAndProperties' >"$work/sanitizer-probe.log" 2>&1
-  rc=$?
-  refusal=$(grep -m1 -E '^========= (Error|Internal)' "$work/sanitizer-probe.log" | cut -c1-200)
-  if [ $rc -ne 0 ] || [ -n "$refusal" ]; then
-    say "- compute-sanitizer: skipped, it cannot run test_cuda here (probe exit $rc: ${refusal:-$(tail -n 1 "$work/sanitizer-probe.log" | cut -c1-200)}; sanitizer-probe.log)"
+  # The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
+  # by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,
+  # then the test report, and its start-up (process start to the end of the first step, with
+  # the batch-size trials). The run directory stays in the work folder (its log is packed).
+  if [ "$(left)" -ge 60 ]; then
+    timeout -k 10 "$(cap 120)" "$build/apps/ignis/ignis" train --data synthetic --limit 8192 \
+      --model resnet18 --device cuda --epochs 1 --batch-size auto --amp bf16 --profile-startup \
+      --out "$work/train-resnet18" >"$work/train-resnet18.log" 2>&1
+    rc=$?
+    say "- ignis train resnet18 on cuda (synthetic, --batch-size auto, --amp bf16): exit $rc ($(grep -m1 -iE '^batch|auto' "$work/train-resnet18.log" | cut -c1-100); train-resnet18.log)"
+    say "  $(grep -m1 '^startup ' "$work/train-resnet18.log" || echo 'startup: no line')"
+    pack
   else
-    tools=(memcheck racecheck)
-    for i in 0 1; do
-      tool=${tools[$i]}
-      log=$work/sanitizer-$tool.log
-      t=$(($(left) / (2 - i)))
-      if [ "$t" -lt 30 ]; then
-        say "- compute-sanitizer $tool: skipped (time budget spent)"
-        continue
-      fi
-      timeout -k 10 "$t" "$sanitizer" --tool "$tool" --error-exitcode 3 "$test_cuda" >"$log" 2>&1
-      rc=$?
-      passed=$(grep -c '^\[       OK \]' "$log")
-      reports=$(grep -c -E '^========= +(Invalid|Program hit|Error|ERROR|Warning|Race)' "$log")
-      errors=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
-      case $rc in
-        0) verdict="clean, $passed tests passed (${errors:-no summary})" ;;
-        3) verdict="ERRORS FOUND: ${errors:-see the log}" ;;
-        124 | 137) verdict="stopped at its ${t} s limit after $passed tests passed, $reports reports until then" ;;
-        *) verdict="exit $rc (tests failed under the tool), $passed passed, $reports reports" ;;
-      esac
-      say "- compute-sanitizer $tool: $verdict (sanitizer-$tool.log)"
-      pack
-    done
+    say "- ignis train on cuda: skipped (time budget spent)"
   fi
+else
+  say "- tests: not in IGNIS_GPU_CHECK_PARTS"
+fi
+
+if want bench; then
+  # GPU benchmarks (each prints JSON lines); added as the CUDA backend grows. gpu_train runs
+  # below, inside bench/compare.sh, next to PyTorch.
+  for b in "$build"/bench/gpu_*; do
+    [ -x "$b" ] || continue
+    name=$(basename "$b")
+    [ "$name" = gpu_train ] && continue
+    # A third of what is left at most: the sanitizer runs come next.
+    t=$(($(left) / 3 < 120 ? $(left) / 3 : 120))
+    if [ "$t" -lt 10 ]; then
+      say "- bench $name: skipped (time budget spent)"
+      continue
+    fi
+    timeout -k 10 "$t" "$b" >"$work/$name.jsonl" 2>&1
+    say "- bench $name: exit $? ($name.jsonl)"
+    pack
+  done
+  # Ignis against this machine's PyTorch (eager, CUDA graphs, torch.compile when it finishes in
+  # time), start-up and time to accuracy on Fashion-MNIST (carried by gpu-deps.sh), in at most
+  # half of what is left (the sanitizer runs come next): bench/compare.sh's table of ratios.
+  t=$(($(left) / 2 < 200 ? $(left) / 2 : 200))
+  if ! "$py" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+    say "- bench compare.sh: skipped (no torch/torchvision with CUDA)"
+  elif [ "$t" -lt 30 ]; then
+    say "- bench compare.sh: skipped (time budget spent)"
+  else
+    fmnist=$(first "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/fashion-mnist)
+    IGNIS_PYTHON=$py GPU_SECONDS=$t DATA_DIR=${fmnist:-none} timeout -k 10 "$((t + 20))" \
+      bench/compare.sh --gpu --build "$build" --out "$work/compare" >"$work/compare.md" 2>&1
+    say "- bench compare.sh --gpu: exit $? in at most $t s (compare.md, compare/)"
+    pack
+    grep '^|' "$work/compare.md" | tee -a "$summary"
+    grep '^# ' "$work/compare.md" | grep -v '^# load' | sed 's/^# /  note: /' | tee -a "$summary"
+  fi
+else
+  say "- bench: not in IGNIS_GPU_CHECK_PARTS"
+fi
+
+if want sanitizer; then
+  # The `cuda` tests under compute-sanitizer: memcheck (out-of-bounds and misaligned device
+  # accesses, failing CUDA calls, answers right by luck), then racecheck (shared-memory hazards:
+  # the reduction and softmax kernels), each given half of what is left of the budget (a run
+  # cut short says how far it got). A probe on one test first: when the tool is missing, or it
+  # cannot attach here (a driver, container or runtime that refuses its debugger interface),
+  # the step is skipped with the reason.
+  sanitizer=$(command -v compute-sanitizer || true)
+  if [ -z "$sanitizer" ] && [ -x "$cuda_home/bin/compute-sanitizer" ]; then
+    sanitizer=$cuda_home/bin/compute-sanitizer
+  fi
+  test_cuda=$build/tests/test_cuda
+  if [ -z "$sanitizer" ]; then
+    say "- compute-sanitizer: skipped (not in PATH nor in $cuda_home/bin)"
+  elif [ "$(left)" -lt 60 ]; then
+    say "- compute-sanitizer: skipped (time budget spent: $(left) s left)"
+  else
+    timeout -k 5 60 "$sanitizer" --tool memcheck --error-exitcode 3 "$test_cuda" \
+      --gtest_filter='CudaRuntime.DeviceQueriesAndProperties' >"$work/sanitizer-probe.log" 2>&1
+    rc=$?
+    refusal=$(grep -m1 -E '^========= (Error|Internal)' "$work/sanitizer-probe.log" | cut -c1-200)
+    if [ $rc -ne 0 ] || [ -n "$refusal" ]; then
+      say "- compute-sanitizer: skipped, it cannot run test_cuda here (probe exit $rc: ${refusal:-$(tail -n 1 "$work/sanitizer-probe.log" | cut -c1-200)}; sanitizer-probe.log)"
+    else
+      tools=(memcheck racecheck)
+      for i in 0 1; do
+        tool=${tools[$i]}
+        log=$work/sanitizer-$tool.log
+        t=$(($(left) / (2 - i)))
+        if [ "$t" -lt 30 ]; then
+          say "- compute-sanitizer $tool: skipped (time budget spent)"
+          continue
+        fi
+        timeout -k 10 "$t" "$sanitizer" --tool "$tool" --error-exitcode 3 "$test_cuda" >"$log" 2>&1
+        rc=$?
+        passed=$(grep -c '^\[       OK \]' "$log")
+        reports=$(grep -c -E '^========= +(Invalid|Program hit|Error|ERROR|Warning|Race)' "$log")
+        errors=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
+        case $rc in
+          0) verdict="clean, $passed tests passed (${errors:-no summary})" ;;
+          3) verdict="ERRORS FOUND: ${errors:-see the log}" ;;
+          124 | 137) verdict="stopped at its ${t} s limit after $passed tests passed, $reports reports until then" ;;
+          *) verdict="exit $rc (tests failed under the tool), $passed passed, $reports reports" ;;
+        esac
+        say "- compute-sanitizer $tool: $verdict (sanitizer-$tool.log)"
+        pack
+      done
+    fi
+  fi
+else
+  say "- sanitizer: not in IGNIS_GPU_CHECK_PARTS"
 fi
 say "- total: $(($(date +%s) - started)) s of the ${budget} s budget"
 cat "$summary"
