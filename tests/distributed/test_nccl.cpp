@@ -1,13 +1,16 @@
 // The NCCL backend, run under mpirun with one GPU per rank (label `cuda`; skipped with fewer
-// GPUs than ranks; with one rank it checks the plumbing, with two the communication): each collective on each dtype against the same directly computed results as
-// the MPI suite. CUDA tensors wrap cudaMalloc'd memory (from_blob) and move with cudaMemcpy,
-// so the test needs no CUDA kernel of Ignis, only the NCCL backend.
+// GPUs than ranks; with one rank it checks the plumbing, with two the communication): each
+// collective on each dtype against the same directly computed results as the MPI suite (CUDA
+// tensors wrap cudaMalloc'd memory and move with cudaMemcpy, so those need no CUDA kernel of
+// Ignis, only the NCCL backend), and DistributedDataParallel training through NCCL.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "distributed/collective_cases.h"
 #include "ignis/cuda.h"
+#include "ignis/ignis.h"
+#include "ignis/models.h"
 
 namespace ig = ignis;
 namespace dist = ignis::distributed;
@@ -79,4 +82,43 @@ TEST(Nccl, AsyncWorkAndBarrier) {
   std::vector<double> v = from_gpu(t);
   EXPECT_EQ(v.front(), dist::world_size());
   EXPECT_EQ(v.back(), dist::world_size());
+}
+
+// DDP through NCCL: the MLP on this rank's GPU, each rank training on its share of a global
+// batch, ends with the weights of one model trained on the whole batch without DDP on the same
+// GPU. The gradients are the bucket views DDP reduced in place.
+TEST(Nccl, DistributedDataParallelMatchesOneProcess) {
+  if (!have_gpus()) GTEST_SKIP() << "needs one GPU per rank";
+  const ig::Device dev = dist::device();
+  const int n = dist::world_size(), me = dist::rank();
+  constexpr int64_t kLocal = 8;
+  ig::manual_seed(5);
+  ig::models::MLP model, reference;
+  reference.load_state_dict(model.state_dict());
+  model.to(dev);
+  reference.to(dev);
+  ig::nn::DistributedDataParallel ddp(model);
+  const ig::optim::SGDOptions sgd{.lr = 0.1, .momentum = 0.9};
+  ig::optim::SGD opt(model.parameters(), sgd), ref_opt(reference.parameters(), sgd);
+  for (int step = 0; step < 5; ++step) {
+    ig::Generator g(uint64_t(100 + step));  // the same global batch on every rank
+    const ig::Tensor x = ig::randn({kLocal * n, 10}, {}, &g).to(dev);
+    const ig::Tensor y = ig::randint(0, 10, {kLocal * n}, {}, &g).to(dev);
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    ig::nn::functional::cross_entropy(reference(x), y).backward();
+    ig::nn::functional::cross_entropy(ddp(x.narrow(0, kLocal * me, kLocal)),
+                                      y.narrow(0, kLocal * me, kLocal))
+        .backward();
+    for (const auto& [name, p] : model.named_parameters())
+      EXPECT_EQ(p.grad().data_ptr(), ddp.gradient_bucket_view(name).data_ptr()) << name;
+    opt.step();
+    ref_opt.step();
+  }
+  const auto mine = model.parameters(), theirs = reference.parameters();
+  ASSERT_EQ(mine.size(), theirs.size());
+  for (size_t i = 0; i < mine.size(); ++i)
+    EXPECT_TRUE(ig::testing::all_close(ig::testing::values_of(mine[i].cpu()),
+                                       ig::testing::values_of(theirs[i].cpu()), 1e-5, 1e-6))
+        << "parameter " << i;
 }
