@@ -79,6 +79,19 @@ if ls .gpu-deps/*.deb >/dev/null 2>&1; then
 fi
 arch_dir=$(first "$prefix"/usr/lib/*-linux-gnu)
 export LD_LIBRARY_PATH="${arch_dir:+$arch_dir:$arch_dir/openblas-openmp:}${LD_LIBRARY_PATH:-}"
+# The carried Open MPI, when the machine has none: relocated with OPAL_PREFIX, its wrappers and
+# mpirun under their plain names first in PATH, so that CMake's FindMPI (and with it the NCCL
+# tests, which start through MPI) finds it. A wrapper that does not work there leaves MPI
+# not found and the build without distributed support, as before.
+if ! command -v mpicxx >/dev/null && [ -x "$prefix/usr/bin/mpicxx.openmpi" ]; then
+  export OPAL_PREFIX="$prefix/usr"
+  for tool in mpicxx mpicc mpirun mpiexec; do
+    ln -sf "$tool.openmpi" "$prefix/usr/bin/$tool"
+  done
+  export PATH="$prefix/usr/bin:$PATH"
+  [ -n "$arch_dir" ] && export LD_LIBRARY_PATH="$arch_dir/openmpi/lib:$LD_LIBRARY_PATH"
+  say "- Open MPI: carried ($(mpirun --version 2>/dev/null | head -1))"
+fi
 # Debian keeps some headers in the multiarch folder (libjpeg's jconfig.h), which the compiler
 # searches under /usr/include only.
 arch_inc=$(first "$prefix"/usr/include/*-linux-gnu)
