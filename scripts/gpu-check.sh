@@ -95,7 +95,7 @@ fi
 # Debian keeps some headers in the multiarch folder (libjpeg's jconfig.h), which the compiler
 # searches under /usr/include only.
 arch_inc=$(first "$prefix"/usr/include/*-linux-gnu)
-[ -n "$arch_inc" ] && export CPATH="$prefix/usr/include:$arch_inc${CPATH:+:$CPATH}"
+[ -n "$arch_inc" ] && export CPATH="$arch_inc${CPATH:+:$CPATH}"
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
 py=$(command -v python3)
