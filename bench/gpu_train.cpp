@@ -21,6 +21,8 @@
 #include <functional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ignis/cuda.h"
 #include "ignis/cuda_graph.h"
 #include "ignis/ignis.h"
@@ -45,20 +47,6 @@ void layer_row(const char* name, double ms) {
   std::fflush(stdout);
 }
 
-/// s as the inside of a JSON string (a fallback message may hold quotes or backslashes).
-std::string json_escaped(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", int(c));
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 /// `steps` training steps of model on (x, y), timed from the first launch to the final
 /// synchronize, after `warmup` steps (captured: through cuda::capture_step); prints steps/s
 /// and samples/s. With `bf16`, the forward and the loss run under bfloat16 autocast.
@@ -77,8 +65,9 @@ void step_row(const char* name, nn::Module& model, const Tensor& x, const Tensor
     return loss;
   };
   cuda::CapturedStep graph = cuda::capture_step(body, {.on_fallback = [&](const std::string& m) {
-    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": \"{}\"}}\n", name,
-               json_escaped(m));
+    // The message quoted and escaped as JSON (it may hold quotes or backslashes).
+    fmt::print("{{\"engine\": \"ignis\", \"row\": \"{}\", \"info\": {}}}\n", name,
+               nlohmann::json(m).dump());
   }});
   const auto step = [&] { captured ? graph(x, y) : body(x, y); };
   if (captured) warmup = std::max(warmup, 5);  // 3 eager warm-ups, the capture, a replay

@@ -5,7 +5,7 @@
 # headers: every REQUIRED dependency of cmake/IgnisDependencies.cmake, apps/ and tests/) into
 # .gpu-deps/ (git-ignored, so a GPU run must carry it). gpu-check.sh unpacks them into a
 # private prefix there; nothing is installed system-wide. Fashion-MNIST (31 MB) comes too, for
-# the time-to-accuracy rows of bench/compare.sh, and Open MPI for the NCCL tests. About 54 MB
+# the time-to-accuracy rows of bench/compare.sh, and Open MPI for the NCCL tests. About 52 MB
 # in all (a run carries 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."

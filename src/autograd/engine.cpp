@@ -327,7 +327,6 @@ Edge gradient_edge(const Tensor& t) {
   return {acc, 0};
 }
 
-
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};

@@ -101,13 +101,9 @@ namespace ignis {
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return detail::broadcast_shape(a, b, "broadcast_shapes");
 }
-}  // namespace ignis
-
-namespace ignis {
 
 size_t Shape::checked(size_t i) const {
   if (i >= size_) throw std::out_of_range("Shape::at: index past the end");
   return i;
 }
-
 }  // namespace ignis

@@ -187,16 +187,20 @@ UpdateLaunch pick_update(const MultiTensorUpdateArgs& a) {
   return nullptr;
 }
 
+/// The device of the first of `count` tensors with elements (an empty one may have no data
+/// pointer); ptr(i) and numel(i) describe tensor i.
+template <class Ptr, class Numel>
+int device_of_first(size_t count, const Ptr& ptr, const Numel& numel, const char* op) {
+  size_t i = 0;
+  while (i + 1 < count && numel(i) == 0) ++i;
+  return device_of(ptr(i), op);
+}
+
 void multi_tensor_update(const MultiTensorUpdateArgs& a) {
   if (a.items.empty()) return;
-  // The device of the first tensor with elements (an empty one may have no data pointer).
-  const MultiTensorItem* first = &a.items.front();
-  for (const MultiTensorItem& it : a.items)
-    if (it.n > 0) {
-      first = &it;
-      break;
-    }
-  LaunchOn on(Device::cuda(device_of(first->param, "multi_tensor_update")));
+  LaunchOn on(Device::cuda(device_of_first(
+      a.items.size(), [&](size_t i) { return a.items[i].param; },
+      [&](size_t i) { return a.items[i].n; }, "multi_tensor_update")));
   const UpdateLaunch launch = pick_update(a);
   const UpdateConstants c{a.sgd, a.adam, a.rmsprop};
   std::vector<int64_t> sizes;
@@ -255,10 +259,9 @@ void launch_unscale(const UnscaleArgs& a, float* flag, cudaStream_t stream) {
 
 bool unscale(const UnscaleArgs& a) {
   if (a.data.empty()) return false;
-  // The device of the first tensor with elements (an empty one may have no data pointer).
-  size_t first = 0;
-  while (first + 1 < a.data.size() && a.numel[first] == 0) ++first;
-  const int d = device_of(a.data[first], "grad_scaler_unscale");
+  const int d = device_of_first(
+      a.data.size(), [&](size_t i) { return a.data[i]; }, [&](size_t i) { return a.numel[i]; },
+      "grad_scaler_unscale");
   // {found_inf = 0, inv_scale} on the device, copied from pinned memory without a wait; the
   // one wait is the read of the flag at the end (the slot returns it).
   Tensor flag = tensor(std::vector<float>{0.0f, a.inv_scale})

@@ -265,13 +265,14 @@ ConvGrads conv2d_backward(const Tensor& grad_out, const Tensor& input, const Ten
   }
   if (need.weight) {
     const bool channels_last = is_channels_last(weight);
+    // The engine offers a destination only for a leaf weight, with its sizes and device
+    // (Note [Gradient destinations]); what is left to check is what this kernel would write:
+    // the compute dtype and layout, and on a GPU the alignment of a fresh allocation, so that
+    // cuDNN's choice of kernel is the same as without it (oneDNN's reorder writes anywhere).
     const Tensor* out = weight_out ? &weight_out->tensor : nullptr;
-    // On a GPU only at the alignment of a fresh allocation, so that cuDNN's choice of kernel
-    // is the same as without the destination (oneDNN's reorder writes any address).
     const bool aligned = weight.device().is_cpu() ||
                          (out && reinterpret_cast<uintptr_t>(out->data_ptr()) % 256 == 0);
     const bool into_out = out && aligned && out->dtype() == pr.cd &&
-                          out->device() == weight.device() && out->sizes() == weight.sizes() &&
                           (channels_last ? is_channels_last(*out) : out->is_contiguous());
     r.weight = into_out ? *out
                         : empty_in_layout(weight.sizes(), pr.cd, weight.device(), channels_last);

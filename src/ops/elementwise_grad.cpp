@@ -26,20 +26,20 @@ Tensor relu_backward(const Tensor& g, const Tensor& out) {
 namespace {
 
 /// g * other as the gradient of input `input` of a product, whose value is `self`: written
-/// into the engine's destination for it (Note [Gradient destinations]) when the product needs
-/// no reduction to self's shape; the scale then goes into whichever factor is much smaller
-/// (a scalar factor, as in x * w with a scalar x), else it costs a pass over the result.
+/// into the engine's destination for it (Note [Gradient destinations]; the engine offers one
+/// only for a leaf, which self then is, of the destination's sizes) when the product needs no
+/// reduction to self's shape. The scale goes into `other` when that is much smaller (a scalar
+/// factor, as in x * w with a scalar x), else it costs a pass over the result (g has the
+/// result's size).
 Tensor product_gradient(const Tensor& g, const Tensor& other, size_t input, const Tensor& self) {
   const GradientDestination* d = gradient_destination(input);
-  if (!d || d->tensor.sizes() != self.sizes() ||
-      broadcast_shape(g.sizes(), other.sizes(), "mul") != self.sizes())
+  if (!d || broadcast_shape(g.sizes(), other.sizes(), "mul") != self.sizes())
     return mul(g, other);
   Tensor out = d->tensor;
   const bool scale_other = d->scale != 1 && other.numel() * 8 <= out.numel();
-  const bool scale_g = d->scale != 1 && !scale_other && g.numel() * 8 <= out.numel();
-  binary_op(scale_g ? mul(g, d->scale) : g, scale_other ? mul(other, d->scale) : other,
-            BinaryOp::mul, kernels::BinaryKind::Arithmetic, "mul", {}, &out);
-  if (d->scale != 1 && !scale_other && !scale_g) out.mul_(d->scale);
+  binary_op(g, scale_other ? mul(other, d->scale) : other, BinaryOp::mul,
+            kernels::BinaryKind::Arithmetic, "mul", {}, &out);
+  if (d->scale != 1 && !scale_other) out.mul_(d->scale);
   return out;
 }
 

@@ -126,6 +126,21 @@ TrainResult train(nn::Module& model, Device d, const Tensor& x, const Tensor& y,
   return r;
 }
 
+/// Two copies of make()'s model with equal weights trained on the same data, one on the GPU
+/// and one on the CPU: {gpu, cpu}.
+template <class Make>
+std::pair<TrainResult, TrainResult> train_on_both(const Make& make, const Tensor& x,
+                                                  const Tensor& y, int steps, bool bf16 = false) {
+  auto cpu_model = make(), gpu_model = make();
+  gpu_model->load_state_dict(cpu_model->state_dict());
+  TrainResult cpu = train(*cpu_model, Device::cpu(), x, y, steps, bf16);
+  return {train(*gpu_model, kGpu, x, y, steps, bf16), std::move(cpu)};
+}
+std::unique_ptr<models::MLP> mlp() { return std::make_unique<models::MLP>(); }
+std::shared_ptr<nn::Module> small_resnet18() {
+  return models::resnet18({.in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar});
+}
+
 void expect_same_training(
     const TrainResult& gpu, const TrainResult& cpu, double loss_tol, double weight_tol) {
   ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
@@ -159,12 +174,9 @@ void expect_same_training(
 TEST(CudaTraining, MlpTrainsLikeTheCpu) {
   IGNIS_REQUIRE_CUDA();
   manual_seed(7);
-  models::MLP cpu_model, gpu_model;
-  gpu_model.load_state_dict(cpu_model.state_dict());
   Generator g(8);
   const Tensor x = randn({64, 10}, {}, &g), y = randint(0, 10, {64}, {}, &g);
-  const TrainResult cpu = train(cpu_model, Device::cpu(), x, y, 6);
-  const TrainResult gpu = train(gpu_model, kGpu, x, y, 6);
+  const auto [gpu, cpu] = train_on_both(mlp, x, y, 6);
   EXPECT_LT(cpu.losses.back(), cpu.losses.front());  // it learns at all
   expect_same_training(gpu, cpu, 1e-5, 1e-5);
 }
@@ -172,14 +184,9 @@ TEST(CudaTraining, MlpTrainsLikeTheCpu) {
 TEST(CudaTraining, ResNet18TrainsLikeTheCpu) {
   IGNIS_REQUIRE_CUDA();
   manual_seed(9);
-  const models::ResNetConfig config{
-      .in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar};
-  auto cpu_model = models::resnet18(config), gpu_model = models::resnet18(config);
-  gpu_model->load_state_dict(cpu_model->state_dict());
   Generator g(10);
   const Tensor x = randn({8, 3, 16, 16}, {}, &g), y = randint(0, 10, {8}, {}, &g);
-  const TrainResult cpu = train(*cpu_model, Device::cpu(), x, y, 3);
-  const TrainResult gpu = train(*gpu_model, kGpu, x, y, 3);
+  const auto [gpu, cpu] = train_on_both(small_resnet18, x, y, 3);
   // Batch norm over few values amplifies the rounding differences of the convolutions, and
   // they compound over steps: looser than one op's tolerance, far tighter than a wrong kernel.
   expect_same_training(gpu, cpu, 1e-3, 5e-3);
@@ -194,19 +201,13 @@ TEST(CudaTraining, ResNet18TrainsLikeTheCpu) {
 TEST(CudaTraining, Bf16AutocastTrainsLikeTheCpu) {
   IGNIS_REQUIRE_CUDA();
   manual_seed(11);
-  models::MLP cpu_mlp, gpu_mlp;
-  gpu_mlp.load_state_dict(cpu_mlp.state_dict());
   Generator g(12);
   const Tensor x = randn({64, 10}, {}, &g), y = randint(0, 10, {64}, {}, &g);
-  expect_same_training(train(gpu_mlp, kGpu, x, y, 3, true),
-                       train(cpu_mlp, Device::cpu(), x, y, 3, true), 2e-2, 2e-2);
-  const models::ResNetConfig config{
-      .in_channels = 3, .num_classes = 10, .stem = models::ResNetStem::Cifar};
-  auto cpu_net = models::resnet18(config), gpu_net = models::resnet18(config);
-  gpu_net->load_state_dict(cpu_net->state_dict());
+  const auto [gpu_mlp, cpu_mlp] = train_on_both(mlp, x, y, 3, /*bf16=*/true);
+  expect_same_training(gpu_mlp, cpu_mlp, 2e-2, 2e-2);
   const Tensor xi = randn({8, 3, 16, 16}, {}, &g), yi = randint(0, 10, {8}, {}, &g);
-  expect_same_training(train(*gpu_net, kGpu, xi, yi, 2, true),
-                       train(*cpu_net, Device::cpu(), xi, yi, 2, true), 3e-2, 3e-2);
+  const auto [gpu_net, cpu_net] = train_on_both(small_resnet18, xi, yi, 2, /*bf16=*/true);
+  expect_same_training(gpu_net, cpu_net, 3e-2, 3e-2);
 }
 
 }  // namespace
