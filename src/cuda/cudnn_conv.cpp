@@ -318,7 +318,8 @@ template <class Perf>
 std::vector<AlgoChoice> supported(const Perf* perf, int count, const char* op) {
   std::vector<AlgoChoice> out;
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back({int(perf[i].algo), perf[i].mathType});
+    if (perf[i].status == CUDNN_STATUS_SUCCESS)
+      out.push_back({int(perf[i].algo), perf[i].mathType});
   IGNIS_CHECK(!out.empty(), NotImplementedError,
               "[{}] cuDNN offers no algorithm for this convolution", op);
   return out;
@@ -375,6 +376,107 @@ const Scale kOne{1.0, 1.0f}, kZero{0.0, 0.0f};
 
 constexpr int kMaxAlgos = 16;
 
+// What differs between the three passes is cuDNN's four calls for each, with the operands in
+// its order: two read (a, b) and one written (out). Forward: x, w -> y. Data gradient:
+// w, dy -> dx. Filter gradient: x, dy -> dw. Descs names them x, w and y in every pass.
+struct ForwardCalls {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descs& d, int* n, Perf* perf) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(
+        h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, n, perf);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descs& d, const void* a, const void* b,
+                            void* out, int* n, Perf* perf, void* ws, size_t bytes) {
+    return cudnnFindConvolutionForwardAlgorithmEx(
+        h, d.x.d, a, d.w.d, b, d.conv.d, d.y.d, out, kMaxAlgos, n, perf, ws, bytes);
+  }
+  static cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, int algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(
+        h, d.x.d, d.w.d, d.conv.d, d.y.d, cudnnConvolutionFwdAlgo_t(algo), bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descs& d, const void* alpha, const void* a,
+                           const void* b, int algo, void* ws, size_t bytes, const void* beta,
+                           void* out) {
+    return cudnnConvolutionForward(h, alpha, d.x.d, a, d.w.d, b, d.conv.d,
+                                   cudnnConvolutionFwdAlgo_t(algo), ws, bytes, beta, d.y.d, out);
+  }
+};
+
+struct DataGradientCalls {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descs& d, int* n, Perf* perf) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, n, perf);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descs& d, const void* a, const void* b,
+                            void* out, int* n, Perf* perf, void* ws, size_t bytes) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(
+        h, d.w.d, a, d.y.d, b, d.conv.d, d.x.d, out, kMaxAlgos, n, perf, ws, bytes);
+  }
+  static cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w.d, d.y.d, d.conv.d, d.x.d, cudnnConvolutionBwdDataAlgo_t(algo), bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descs& d, const void* alpha, const void* a,
+                           const void* b, int algo, void* ws, size_t bytes, const void* beta,
+                           void* out) {
+    return cudnnConvolutionBackwardData(h, alpha, d.w.d, a, d.y.d, b, d.conv.d,
+                                        cudnnConvolutionBwdDataAlgo_t(algo), ws, bytes, beta,
+                                        d.x.d, out);
+  }
+};
+
+struct FilterGradientCalls {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descs& d, int* n, Perf* perf) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, n, perf);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descs& d, const void* a, const void* b,
+                            void* out, int* n, Perf* perf, void* ws, size_t bytes) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        h, d.x.d, a, d.y.d, b, d.conv.d, d.w.d, out, kMaxAlgos, n, perf, ws, bytes);
+  }
+  static cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x.d, d.y.d, d.conv.d, d.w.d, cudnnConvolutionBwdFilterAlgo_t(algo), bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descs& d, const void* alpha, const void* a,
+                           const void* b, int algo, void* ws, size_t bytes, const void* beta,
+                           void* out) {
+    return cudnnConvolutionBackwardFilter(h, alpha, d.x.d, a, d.y.d, b, d.conv.d,
+                                          cudnnConvolutionBwdFilterAlgo_t(algo), ws, bytes, beta,
+                                          d.w.d, out);
+  }
+};
+
+/// One pass through Calls: out = the pass over a and b (alpha 1, beta 0) with the algorithms
+/// found once for key (cuDNN's heuristics, or timed in benchmark mode) and the first of them
+/// that runs (run_first_that_works).
+template <class Calls>
+void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device device,
+              const void* a, const void* b, void* out, const char* op) {
+  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
+    typename Calls::Perf perf[kMaxAlgos];
+    int n = 0;
+    IGNIS_CUDNN_CHECK(Calls::heuristics(h, d, &n, perf), op);
+    if (!cudnn_benchmark()) return supported(perf, n, op);
+    const size_t wsb = benchmark_workspace(perf, n);
+    Tensor ws = workspace(wsb, device);
+    IGNIS_CUDNN_CHECK(Calls::find(h, d, a, b, out, &n, perf, data_or_null(ws), wsb), op);
+    return supported(perf, n, op);  // sorted by time
+  });
+  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
+    d.conv.use(c.math, dtype, op);
+    size_t bytes = 0;
+    const cudnnStatus_t sized = Calls::workspace_size(h, d, c.algo, &bytes);
+    if (sized != CUDNN_STATUS_SUCCESS) return sized;
+    Tensor ws = workspace(bytes, device);
+    return Calls::run(h, d, kOne.of(dtype), a, b, c.algo, data_or_null(ws), bytes,
+                      kZero.of(dtype), out);
+  }, op);
+}
+
 void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
   const char* op = "conv2d";
   const int dev = x.device().index;
@@ -382,58 +484,8 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dPara
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, w, y, p, op);
   const Tensor wm = filter_memory(w, d);
-  const AlgoKey key = key_of(Pass::Forward, dev, x, w, y, p);
-  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
-    cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
-    int n = 0;
-    IGNIS_CUDNN_CHECK(
-        cudnnGetConvolutionForwardAlgorithm_v7(
-            h, d.x.d, d.w.d, d.conv.d, d.y.d, kMaxAlgos, &n, perf),
-        op);
-    if (!cudnn_benchmark()) return supported(perf, n, op);
-    const size_t wsb = benchmark_workspace(perf, n);
-    Tensor ws = workspace(wsb, x.device());
-    IGNIS_CUDNN_CHECK(
-        cudnnFindConvolutionForwardAlgorithmEx(
-            h,
-            d.x.d,
-            x.data_ptr(),
-            d.w.d,
-            wm.data_ptr(),
-            d.conv.d,
-            d.y.d,
-            y.data_ptr(),
-            kMaxAlgos,
-            &n,
-            perf,
-            data_or_null(ws),
-            wsb),
-        op);
-    return supported(perf, n, op);  // sorted by time
-  });
-  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
-    d.conv.use(c.math, x.dtype(), op);
-    const auto algo = cudnnConvolutionFwdAlgo_t(c.algo);
-    size_t bytes = 0;
-    const cudnnStatus_t sized =
-        cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo, &bytes);
-    if (sized != CUDNN_STATUS_SUCCESS) return sized;
-    Tensor ws = workspace(bytes, x.device());
-    return cudnnConvolutionForward(
-        h,
-        kOne.of(x.dtype()),
-        d.x.d,
-        x.data_ptr(),
-        d.w.d,
-        wm.data_ptr(),
-        d.conv.d,
-        algo,
-        data_or_null(ws),
-        bytes,
-        kZero.of(x.dtype()),
-        d.y.d,
-        y.data_ptr());
-  }, op);
+  convolve<ForwardCalls>(h, d, key_of(Pass::Forward, dev, x, w, y, p), x.dtype(), x.device(),
+                         x.data_ptr(), wm.data_ptr(), y.data_ptr(), op);
 }
 
 void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dParams& p) {
@@ -443,58 +495,8 @@ void backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Co
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(gx, w, gy, p, op);
   const Tensor wm = filter_memory(w, d);
-  const AlgoKey key = key_of(Pass::Data, dev, gx, w, gy, p);
-  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
-    int n = 0;
-    IGNIS_CUDNN_CHECK(
-        cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            h, d.w.d, d.y.d, d.conv.d, d.x.d, kMaxAlgos, &n, perf),
-        op);
-    if (!cudnn_benchmark()) return supported(perf, n, op);
-    const size_t wsb = benchmark_workspace(perf, n);
-    Tensor ws = workspace(wsb, gx.device());
-    IGNIS_CUDNN_CHECK(
-        cudnnFindConvolutionBackwardDataAlgorithmEx(
-            h,
-            d.w.d,
-            wm.data_ptr(),
-            d.y.d,
-            gy.data_ptr(),
-            d.conv.d,
-            d.x.d,
-            gx.data_ptr(),
-            kMaxAlgos,
-            &n,
-            perf,
-            data_or_null(ws),
-            wsb),
-        op);
-    return supported(perf, n, op);
-  });
-  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
-    d.conv.use(c.math, gx.dtype(), op);
-    const auto algo = cudnnConvolutionBwdDataAlgo_t(c.algo);
-    size_t bytes = 0;
-    const cudnnStatus_t sized = cudnnGetConvolutionBackwardDataWorkspaceSize(
-        h, d.w.d, d.y.d, d.conv.d, d.x.d, algo, &bytes);
-    if (sized != CUDNN_STATUS_SUCCESS) return sized;
-    Tensor ws = workspace(bytes, gx.device());
-    return cudnnConvolutionBackwardData(
-        h,
-        kOne.of(gx.dtype()),
-        d.w.d,
-        wm.data_ptr(),
-        d.y.d,
-        gy.data_ptr(),
-        d.conv.d,
-        algo,
-        data_or_null(ws),
-        bytes,
-        kZero.of(gx.dtype()),
-        d.x.d,
-        gx.data_ptr());
-  }, op);
+  convolve<DataGradientCalls>(h, d, key_of(Pass::Data, dev, gx, w, gy, p), gx.dtype(),
+                              gx.device(), wm.data_ptr(), gy.data_ptr(), gx.data_ptr(), op);
 }
 
 void backward_filter(
@@ -505,58 +507,9 @@ void backward_filter(
   cudnnHandle_t h = handle_for(dev, op);
   Descs d(x, gw, gy, p, op);
   const Tensor gw_memory = filter_grad_memory(gw, d);
-  const AlgoKey key = key_of(Pass::Filter, dev, x, gw, gy, p);
-  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
-    int n = 0;
-    IGNIS_CUDNN_CHECK(
-        cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            h, d.x.d, d.y.d, d.conv.d, d.w.d, kMaxAlgos, &n, perf),
-        op);
-    if (!cudnn_benchmark()) return supported(perf, n, op);
-    const size_t wsb = benchmark_workspace(perf, n);
-    Tensor ws = workspace(wsb, x.device());
-    IGNIS_CUDNN_CHECK(
-        cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h,
-            d.x.d,
-            x.data_ptr(),
-            d.y.d,
-            gy.data_ptr(),
-            d.conv.d,
-            d.w.d,
-            gw_memory.data_ptr(),
-            kMaxAlgos,
-            &n,
-            perf,
-            data_or_null(ws),
-            wsb),
-        op);
-    return supported(perf, n, op);
-  });
-  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
-    d.conv.use(c.math, x.dtype(), op);
-    const auto algo = cudnnConvolutionBwdFilterAlgo_t(c.algo);
-    size_t bytes = 0;
-    const cudnnStatus_t sized = cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        h, d.x.d, d.y.d, d.conv.d, d.w.d, algo, &bytes);
-    if (sized != CUDNN_STATUS_SUCCESS) return sized;
-    Tensor ws = workspace(bytes, x.device());
-    return cudnnConvolutionBackwardFilter(
-        h,
-        kOne.of(x.dtype()),
-        d.x.d,
-        x.data_ptr(),
-        d.y.d,
-        gy.data_ptr(),
-        d.conv.d,
-        algo,
-        data_or_null(ws),
-        bytes,
-        kZero.of(x.dtype()),
-        d.w.d,
-        gw_memory.data_ptr());
-  }, op);
+  convolve<FilterGradientCalls>(h, d, key_of(Pass::Filter, dev, x, gw, gy, p), x.dtype(),
+                                x.device(), x.data_ptr(), gy.data_ptr(), gw_memory.data_ptr(),
+                                op);
   store_filter_grad(gw, gw_memory, d);
   if (!gb.defined()) return;
   // The bias gradient by the reduction kernels (16-bit summed in float32 and rounded once), not
