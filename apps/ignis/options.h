@@ -54,6 +54,7 @@ struct TrainOptions {
   std::string resume;                 ///< --resume DIR: continue the run in DIR from its checkpoint
   std::string amp = "off";            ///< off, bf16 or fp16 (autocast; fp16 adds a GradScaler)
   bool profile_startup = false;       ///< print the `startup {...}` line after the first step
+  std::string preset;  ///< "airbench94": the CIFAR-10 speed recipe (airbench.h) instead
 };
 
 /// `ignis eval`: a finished run (--run DIR) or a weights file with the model and data named.

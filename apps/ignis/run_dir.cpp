@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <ignis/io.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -14,6 +15,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace ignis_cli {
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
 
 bool is_run_control_key(const std::string& key) {
   // "ranks": a checkpoint holds the global state, so any number of processes may resume it.

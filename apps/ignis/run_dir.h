@@ -26,6 +26,9 @@ inline std::string run_file(const std::string& dir, const std::string& name) {
 }
 inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
 
+/// The local time as YYYYMMDD-HHMMSS, for default run directory names and config.json.
+std::string timestamp();
+
 class RunDir {
  public:
   /// A fresh run: creates `path` (and parents) and writes config.json and an empty

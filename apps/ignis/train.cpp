@@ -24,6 +24,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "airbench.h"
 #include "batch_size_auto.h"
 #include "checkpoint.h"
 #include "data_parallel.h"
@@ -35,6 +36,7 @@
 #include "report_html.h"
 #include "run_dir.h"
 #include "startup_profile.h"
+#include "airbench.h"
 #include "train_amp.h"
 #include "train_data.h"
 #include "train_graph.h"
@@ -110,13 +112,6 @@ std::vector<std::unique_ptr<ig::optim::LRScheduler>> make_schedule(
     s.push_back(std::make_unique<optim::SequentialLR>(opt, parts, std::vector<int64_t>{warm}));
   }
   return s;
-}
-
-std::string timestamp() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  return buf;
 }
 
 // Options the user left to the recipe, filled in for the chosen device.
@@ -280,6 +275,7 @@ nlohmann::json config_json(
 }  // namespace
 
 int run_train(TrainOptions o, TrainProgress* progress) {
+  if (!o.preset.empty()) return run_airbench(std::move(o));
   const auto run_start = Clock::now();
   StartupProfile startup;
   startup.mark("launch");  // libraries loaded, static initialisers run, command line parsed

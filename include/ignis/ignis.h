@@ -31,6 +31,7 @@
 #include "ignis/ops.h"
 #include "ignis/optim/adagrad.h"
 #include "ignis/optim/adam.h"
+#include "ignis/optim/lookahead.h"
 #include "ignis/optim/lr_scheduler.h"
 #include "ignis/optim/optimizer.h"
 #include "ignis/optim/rmsprop.h"

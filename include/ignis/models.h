@@ -4,6 +4,7 @@
 // and classes.
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "ignis/nn/containers.h"
@@ -98,5 +99,64 @@ class ResNet : public nn::Module {
 std::unique_ptr<ResNet> resnet18(const ResNetConfig& config = {});
 std::unique_ptr<ResNet> resnet34(const ResNetConfig& config = {});
 std::unique_ptr<ResNet> resnet50(const ResNetConfig& config = {});
+
+// ---- The airbench network (CIFAR-10 speed recipes) -------------------------------------------
+struct AirbenchConfig {
+  int64_t in_channels = 3;
+  int64_t num_classes = 10;
+  std::array<int64_t, 3> widths{64, 256, 256};
+  double batchnorm_momentum = 0.4;  ///< PyTorch's convention: the weight of the new batch
+  double batchnorm_eps = 1e-12;
+  double output_scale = 1.0 / 9;
+  int64_t whiten_kernel = 2;  ///< the whitening layer's patch size
+};
+
+/// conv3x3 -> max-pool 2 -> bn -> gelu -> conv3x3 -> bn -> gelu. The convolutions have no
+/// bias and start as identities on their first inputs (nn::init::dirac_); the batch norms'
+/// weights stay 1 (requires_grad false), only their biases train.
+class AirbenchBlock : public nn::Module {
+ public:
+  AirbenchBlock(Module* parent, std::string name, int64_t in, int64_t out,
+                const AirbenchConfig& config);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "AirbenchBlock"; }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d norm1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d norm2;
+};
+
+/// The 8-layer network of Keller Jordan's airbench94 (after hlb-CIFAR10 and Page's ResNet
+/// speed runs): a frozen patch-whitening 2x2 convolution (`whiten`, 2 C k^2 filters with a
+/// trainable bias) -> gelu -> block1..block3 -> max-pool 3 -> `head` (linear, no bias) scaled by
+/// output_scale. For 32x32 inputs the last max-pool sees 3x3. State-dict names are those of
+/// bench/airbench_torch.py, its PyTorch twin.
+class AirbenchNet : public nn::Module {
+ public:
+  explicit AirbenchNet(const AirbenchConfig& config = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "AirbenchNet"; }
+  /// Sets whiten.weight from the 2x2 (whiten_kernel) patches of `images` [N, C, H, W] (already
+  /// normalised): with the patch covariance E[p p^T] = V diag(L) V^T (eigenvalues descending),
+  /// filter j is V[:, j] / sqrt(L_j + eps), followed by the same filters negated, so gelu
+  /// passes both signs of every whitened direction.
+  void init_whitening(const Tensor& images, double eps = 5e-4);
+
+  AirbenchConfig config;
+  nn::Conv2d whiten;
+  AirbenchBlock block1, block2, block3;
+  nn::Linear head;
+};
+
+/// airbench's test-time augmentation: the logits of `model` averaged over views of the image
+/// batch x [N, C, H, W] (float32): level 0 the image alone; level 1 the image and its mirror
+/// image (0.5 each); level 2 half of level 1 plus half the mean of level 1 on the image moved
+/// one pixel down-right and one pixel up-left, borders reflected (PyTorch's F.pad(x, 1,
+/// 'reflect') cropped at [0:H, 0:W] and [2:H+2, 2:W+2]).
+Tensor tta_logits(nn::Module& model, const Tensor& x, int level);
+
+/// E[p p^T] of all k x k patches (stride 1, no padding) of `images` [N, C, H, W], each patch a
+/// C k^2 vector in (channel, row, column) order: a float64 [C k^2, C k^2] matrix on the CPU.
+Tensor patch_covariance(const Tensor& images, int64_t kernel);
 
 }  // namespace ignis::models

@@ -231,6 +231,12 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scal
                const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);
+/// torch.linalg.eigh of a real symmetric [n, n] float32/float64 matrix: its eigenvalues in
+/// ascending order and the orthonormal eigenvectors as the columns of the second result. Only
+/// the triangle named by uplo ('L': lower, as PyTorch's default) is read. Solved by LAPACK in
+/// float64 on the host (a CUDA input makes a round trip; meant for small matrices); no
+/// gradient is recorded.
+std::tuple<Tensor, Tensor> linalg_eigh(const Tensor& a, char uplo = 'L');
 
 // ============================== indexing and joining ======================================
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);

@@ -3,6 +3,7 @@
 #include "ignis/data/transforms.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "data/transform_kernels.h"
@@ -28,9 +29,19 @@ std::array<uint32_t, 4> transform_words(
 
 namespace {
 
-void check_images(const Tensor& x, const TransformContext& ctx, const char* op) {
+void check_image_batch(const Tensor& x, const char* op) {
   IGNIS_CHECK(
       x.dim() == 4, ShapeError, "[{}] expected a [B, C, H, W] batch, got {} dims", op, x.dim());
+  IGNIS_CHECK(
+      x.dtype() == kUInt8 || x.dtype() == kFloat32,
+      DTypeError,
+      "[{}] expected uint8 or float32 images, got {}",
+      op,
+      dtype_name(x.dtype()));
+}
+
+void check_images(const Tensor& x, const TransformContext& ctx, const char* op) {
+  check_image_batch(x, op);
   IGNIS_CHECK(
       ctx.indices != nullptr && int64_t(ctx.indices->size()) == x.size(0),
       ValueError,
@@ -38,12 +49,6 @@ void check_images(const Tensor& x, const TransformContext& ctx, const char* op) 
       op,
       x.size(0),
       ctx.indices ? ctx.indices->size() : 0);
-  IGNIS_CHECK(
-      x.dtype() == kUInt8 || x.dtype() == kFloat32,
-      DTypeError,
-      "[{}] expected uint8 or float32 images, got {}",
-      op,
-      dtype_name(x.dtype()));
 }
 
 Tensor run_geometry(const Tensor& x, int64_t h, int64_t w, const GeometryParams& p) {
@@ -136,7 +141,10 @@ std::array<int64_t, 2> RandomCrop::origin(
 }
 
 bool RandomHorizontalFlip::flips(const TransformContext& ctx, int64_t sample) const {
-  return word_uniform(ctx.words(sample)[0]) < p_;
+  if (!alternate_) return word_uniform(ctx.words(sample)[0]) < p_;
+  const auto first_epoch =
+      transform_words(ctx.seed, 0, (*ctx.indices)[size_t(sample)], ctx.stream);
+  return (word_uniform(first_epoch[0]) < p_) != (ctx.epoch % 2 != 0);
 }
 
 Tensor RandomHorizontalFlip::operator()(const Tensor& x, const TransformContext& ctx) const {
@@ -145,6 +153,31 @@ Tensor RandomHorizontalFlip::operator()(const Tensor& x, const TransformContext&
   p.windows.resize(size_t(x.size(0)));
   for (int64_t b = 0; b < x.size(0); ++b) p.windows[size_t(b)].flip = flips(ctx, b);
   return run_geometry(x, x.size(2), x.size(3), p);
+}
+
+Tensor hflip(const Tensor& x) {
+  check_image_batch(x, "hflip");
+  GeometryParams p;
+  p.windows.assign(size_t(x.size(0)), SampleWindow{.flip = true});
+  return run_geometry(x, x.size(2), x.size(3), p);
+}
+
+Tensor translate(const Tensor& x, int64_t dy, int64_t dx, PadMode mode) {
+  check_image_batch(x, "translate");
+  const int64_t H = x.size(2), W = x.size(3);
+  IGNIS_CHECK(
+      mode != PadMode::Reflect || (std::abs(dy) < H && std::abs(dx) < W),
+      ValueError,
+      "[translate] a reflected shift of ({}, {}) needs images larger than it, got {}x{}",
+      dy,
+      dx,
+      H,
+      W);
+  GeometryParams p;
+  p.reflect = mode == PadMode::Reflect;
+  // The output pixel (y, x) reads the source at (y - dy, x - dx): the window starts at -dy.
+  p.windows.assign(size_t(x.size(0)), SampleWindow{.top = -dy, .left = -dx});
+  return run_geometry(x, H, W, p);
 }
 
 Tensor Cutout::operator()(const Tensor& x, const TransformContext& ctx) const {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -107,6 +108,30 @@ Tensor& constant_(Tensor& t, double value) {
 }
 Tensor& zeros_(Tensor& t) { return constant_(t, 0); }
 Tensor& ones_(Tensor& t) { return constant_(t, 1); }
+
+Tensor& dirac_(Tensor& t, int64_t groups) {
+  check_floating(t, "dirac_");
+  IGNIS_CHECK(t.dim() >= 3 && t.dim() <= 5, ValueError,
+              "[dirac_] expected a 3-, 4- or 5-dimensional tensor, got {} dims", t.dim());
+  IGNIS_CHECK(groups > 0 && t.size(0) % groups == 0, ValueError,
+              "[dirac_] dim 0 ({}) must be divisible by groups ({})", t.size(0), groups);
+  // Built on the host and copied in once, so `t` may be any view on any device.
+  const int64_t out_per_group = t.size(0) / groups, in = t.size(1);
+  int64_t centre_offset = 0, spatial = 1;  // flat offset of the kernel's centre tap
+  for (int64_t d = 2; d < t.dim(); ++d) {
+    centre_offset = centre_offset * t.size(d) + t.size(d) / 2;
+    spatial *= t.size(d);
+  }
+  std::vector<double> v(size_t(t.numel()), 0.0);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t d = 0; d < std::min(out_per_group, in); ++d) {
+      const int64_t out_channel = g * out_per_group + d;
+      v[size_t((out_channel * in + d) * spatial + centre_offset)] = 1.0;
+    }
+  NoGradGuard no_grad;
+  t.copy_(tensor(v, t.sizes(), kFloat64));
+  return t;
+}
 
 Tensor& kaiming_uniform_(Tensor& t, double a, std::string_view mode, std::string_view nl,
                          Generator* gen) {

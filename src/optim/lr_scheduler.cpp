@@ -93,6 +93,15 @@ double LinearLR::lr_at(int64_t epoch, size_t g) const {
   return base_lrs_[g] * (start_ + (end_ - start_) * t / double(total_));
 }
 
+// ---- LambdaLR -----------------------------------------------------------------------------------
+LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor)
+    : LRScheduler(optimizer), factor_(std::move(factor)) {
+  IGNIS_CHECK(bool(factor_), ValueError, "[LambdaLR] expects a factor function");
+  initial_step();
+}
+
+double LambdaLR::lr_at(int64_t epoch, size_t g) const { return base_lrs_[g] * factor_(epoch); }
+
 // ---- SequentialLR -------------------------------------------------------------------------------
 SequentialLR::SequentialLR(Optimizer& optimizer,
                            std::vector<std::reference_wrapper<LRScheduler>> schedulers,

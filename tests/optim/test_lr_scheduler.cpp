@@ -79,6 +79,15 @@ TEST(LRScheduler, CosineAnnealingClosedFormEqualsPyTorchsRecursion) {
   }, 1e-9);
 }
 
+TEST(LRScheduler, LambdaLRScalesEachGroupsBase) {
+  TwoGroups s;
+  // airbench's warm-up/warm-down shape, a function PyTorch's other schedulers cannot express.
+  auto factor = [](int64_t e) { return e < 23 ? 0.2 + 0.8 * double(e) / 23 : 1.0 - 0.01 * double(e - 23); };
+  optim::LambdaLR sched(s.opt, factor);
+  expect_sequence(s, sched, [&](int64_t e, size_t g, double) { return kBase[g] * factor(e); });
+  EXPECT_THROW_MSG(optim::LambdaLR(s.opt, nullptr), ValueError, "[LambdaLR]");
+}
+
 TEST(LRScheduler, LinearLRWarmUp) {
   TwoGroups s;
   const double f0 = 0.25, f1 = 0.9;

@@ -106,15 +106,28 @@ class RandomCrop : public BatchTransform {
   PadMode mode_;
 };
 
+/// Mirrors each image left-right with probability p. With `alternate` (airbench's
+/// alternating flip) the draw is made once, with the words of epoch 0, and epoch e mirrors
+/// the image iff (u(w0 of epoch 0) < p) XOR (e is odd): every image is seen both ways in each
+/// pair of epochs instead of by chance.
 class RandomHorizontalFlip : public BatchTransform {
  public:
-  explicit RandomHorizontalFlip(double p = 0.5) : p_(p) {}
+  explicit RandomHorizontalFlip(double p = 0.5, bool alternate = false)
+      : p_(p), alternate_(alternate) {}
   Tensor operator()(const Tensor& x, const TransformContext& ctx) const override;
   bool flips(const TransformContext& ctx, int64_t sample) const;
 
  private:
   double p_;
+  bool alternate_;
 };
+
+/// Every image mirrored left-right (torch.flip(x, {-1}) on an image batch), for test-time
+/// augmentation. x: [B, C, H, W] uint8 or float32, on any device.
+Tensor hflip(const Tensor& x);
+/// Every image moved down by dy and right by dx pixels, the uncovered border filled by
+/// `mode` (Reflect: F.pad(x, 1, 'reflect') then a crop, for |dy|, |dx| < H, W).
+Tensor translate(const Tensor& x, int64_t dy, int64_t dx, PadMode mode);
 
 /// Zeroes a size x size square centred at a random pixel (DeVries & Taylor's Cutout).
 class Cutout : public BatchTransform {

@@ -32,6 +32,10 @@ Tensor& trunc_normal_(Tensor& t, double mean = 0, double std = 1, double a = -2,
 Tensor& constant_(Tensor& t, double value);
 Tensor& zeros_(Tensor& t);
 Tensor& ones_(Tensor& t);
+/// The identity filter: for a conv weight [out, in / groups, k...], each group's output
+/// channel d < min(out / groups, in) gets 1 at input channel d's centre tap, all else 0, so
+/// the convolution passes its first inputs through unchanged (PyTorch's dirac_).
+Tensor& dirac_(Tensor& t, int64_t groups = 1);
 
 /// U(-bound, bound), bound = gain * sqrt(3 / fan); mode "fan_in" or "fan_out"; `a` is the
 /// leaky_relu slope used by the gain. PyTorch's Linear default is a = sqrt(5).

@@ -108,6 +108,17 @@ class LinearLR : public LRScheduler {
   int64_t total_;
 };
 
+/// base_lr * factor(epoch), with any factor function (PyTorch's LambdaLR with one lambda for
+/// every group).
+class LambdaLR : public LRScheduler {
+ public:
+  LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor);
+  double lr_at(int64_t epoch, size_t group) const override;
+
+ private:
+  std::function<double(int64_t)> factor_;
+};
+
 /// Runs schedulers[i] from epoch milestones[i-1] on, each restarting at its epoch 0. The
 /// schedulers must be built on the same optimizer and outlive this one.
 class SequentialLR : public LRScheduler {

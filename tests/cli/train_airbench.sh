@@ -1,0 +1,38 @@
+#!/bin/sh
+# `ignis train --preset airbench94` end to end on a small learnable CIFAR-format set: the
+# recipe must learn the classes, print its epoch table and the timed TTA score, and leave
+# config.json, metrics.jsonl and a model.safetensors with the twin's keys; flags the preset
+# fixes are refused.
+# Usage: train_airbench.sh IGNIS WORK
+set -eu
+bin=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+python3 "$here/make_cifar10.py" cifar 300 --learnable
+"$bin" train --preset airbench94 --data-dir cifar --device cpu --batch-size 100 --epochs 3 \
+  --out run >out.txt
+cat out.txt
+grep -q 'test accuracy with TTA' out.txt
+python3 - <<'PY'
+import json, struct
+cfg = json.load(open("run/config.json"))
+assert cfg["preset"] == "airbench94" and cfg["model"] == "airbench", cfg
+assert cfg["batch_size"] == 100 and cfg["epochs"] == 3 and cfg["amp"] == "off", cfg
+assert cfg["train_samples"] == 1500 and cfg["test_samples"] == 300, cfg
+lines = [json.loads(l) for l in open("run/metrics.jsonl")]
+assert [l["type"] for l in lines] == ["epoch"] * 3 + ["final"], lines
+final = lines[-1]
+# Timed seconds grow epoch by epoch and the final time includes the TTA evaluation.
+seconds = [l["seconds"] for l in lines[:-1]]
+assert seconds == sorted(seconds) and final["time_s"] >= seconds[-1] > 0, lines
+# Colour-coded classes: the recipe must learn them (chance is 0.1).
+assert final["tta_test_accuracy"] >= 0.9, final
+raw = open("run/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+assert header["__metadata__"]["preset"] == "airbench94", header["__metadata__"]
+keys = set(header) - {"__metadata__"}
+assert "whiten.weight" in keys and "head.weight" in keys and len(keys) == 39, sorted(keys)
+assert header["block3.norm2.num_batches_tracked"]["dtype"] == "I64", header
+print("ok: learned to", final["tta_test_accuracy"], "in", final["time_s"], "s")
+PY

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""PyTorch's side of test_airbench_reference.cpp: Ignis's AirbenchNet against the PyTorch
+twin of bench/airbench_torch.py.
+
+Usage: airbench_reference.py --dir DIR --bench BENCH_DIR
+
+Reads DIR/ignis_airbench.safetensors (the model Ignis saved) strictly into the twin's
+AirbenchNet and checks, on the input in DIR/ignis_io.safetensors, the eval-mode logits and the
+level-2 test-time-augmented logits against Ignis's; then whitens the images stored there with
+the twin's init_whitening (torch.linalg.eigh) and checks Ignis's filters against those, each
+filter up to its sign (an eigenvector's sign is arbitrary). Exits non-zero on any mismatch.
+"""
+import argparse
+import sys
+
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--bench", required=True)
+    args = parser.parse_args()
+    sys.path.insert(0, args.bench)
+    import airbench_torch as twin  # noqa: E402 (found through --bench)
+
+    torch.manual_seed(0)
+    state = twin.load_safetensors(f"{args.dir}/ignis_airbench.safetensors")
+    io = twin.load_safetensors(f"{args.dir}/ignis_io.safetensors")
+    model = twin.AirbenchNet().double()
+    model.load_state_dict({k: v.double() if v.is_floating_point() else v
+                           for k, v in state.items()}, strict=True)
+    model.eval()
+    x = io["input"].double()
+    failures = []
+
+    def check(name, got, want, tol):
+        err = (got.float() - want.float()).abs().max().item()
+        scale = want.abs().max().item()
+        print(f"{name}: max abs difference {err:.3g} (largest value {scale:.3g})")
+        if not err <= tol * scale:
+            failures.append(name)
+
+    with torch.no_grad():
+        check("logits", model(x), io["logits"], 1e-4)
+        check("tta logits", twin.predict(model, x, True, False), io["tta_logits"], 1e-4)
+
+    conv = torch.nn.Conv2d(3, 24, 2).double()
+    twin.init_whitening(conv, io["whiten_images"].double())
+    ours, theirs = io["whiten_weight"].double().reshape(24, -1), conv.weight.reshape(24, -1)
+    sign = torch.sign((ours * theirs).sum(1, keepdim=True))
+    check("whitening filters (up to sign)", ours * sign, theirs, 1e-4)
+    if (sign[:12] != sign[12:]).any():  # the negated half must flip with its partner
+        failures.append("whitening halves")
+    if failures:
+        print("MISMATCH:", ", ".join(failures))
+        sys.exit(1)
+    print("ok: Ignis's AirbenchNet matches the PyTorch twin")
+
+
+if __name__ == "__main__":
+    main()
