@@ -11,7 +11,8 @@
 #
 #   IGNIS_COMMIT=<hash> [IGNIS_GPU_CHECK_PARTS="tests bench sanitizer"] scripts/gpu-check.sh OUTDIR
 #
-# IGNIS_GPU_CHECK_PARTS picks what runs after the build (default: all three). A build kept
+# IGNIS_GPU_CHECK_PARTS picks what runs after the build (default: all three; "airbench", the
+# CIFAR-10 speed recipe against its PyTorch twin, runs only when named). A build kept
 # from a previous call on a machine still warm is reused, so a check can be split into calls
 # of one part each (tests first: they are the evidence that matters most).
 #
@@ -58,7 +59,8 @@ cap() { local l; l=$(left); echo $(($1 < l ? $1 : l)); }
 # cap with a floor: `timeout 0` would mean no limit at all.
 capmin() { local c; c=$(cap "$1"); echo $((c > $2 ? c : $2)); }
 # Which parts run after the build: tests (cuda tests, unit tests, the trainer), bench (GPU
-# benchmarks, PyTorch comparison), sanitizer (compute-sanitizer over the cuda tests).
+# benchmarks, PyTorch comparison), sanitizer (compute-sanitizer over the cuda tests), airbench
+# (the CIFAR-10 speed recipe; needs the carried CIFAR-10 files).
 parts=" ${IGNIS_GPU_CHECK_PARTS:-tests bench sanitizer} "
 want() { [[ "$parts" == *" $1 "* ]]; }
 
@@ -236,6 +238,28 @@ if want bench; then
   fi
 else
   say "- bench: not in IGNIS_GPU_CHECK_PARTS"
+fi
+
+if want airbench; then
+  # The CIFAR-10 speed recipe: `ignis train --preset airbench94` against its PyTorch twin on the
+  # real CIFAR-10 files, RUNS runs each (bench/compare_airbench.sh). The files (184 MB) do not
+  # fit one call's 64 MiB: scripts/gpu-cifar-parts.sh cuts them into three carried folders
+  # that earlier calls copy to IGNIS_CIFAR_DIR (default /tmp/ignis-cifar), which survives
+  # while the machine stays warm; docs/gpu-verification.md has the calls.
+  cifar=${IGNIS_CIFAR_DIR:-/tmp/ignis-cifar}
+  t=$(($(left) < 300 ? $(left) : 300))
+  if [ ! -e "$cifar/test_batch.bin" ] || [ ! -e "$cifar/data_batch_5.bin" ]; then
+    say "- airbench94: skipped (no CIFAR-10 files in $cifar; carry them first)"
+  elif [ "$t" -lt 60 ]; then
+    say "- airbench94: skipped (time budget spent)"
+  else
+    RUNS=${IGNIS_AIRBENCH_RUNS:-3} IGNIS_PYTHON=$py timeout -k 10 "$t" \
+      bench/compare_airbench.sh "$cifar" --device cuda --build "$build" --out "$work/airbench" \
+      >"$work/airbench.md" 2>"$work/airbench.log"
+    say "- airbench94 (Ignis and the PyTorch twin on CIFAR-10): exit $? in at most $t s (airbench.md, airbench/)"
+    pack
+    grep -E '^\||^airbench' "$work/airbench.md" | tee -a "$summary"
+  fi
 fi
 
 if want sanitizer; then

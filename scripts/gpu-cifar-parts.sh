@@ -1,0 +1,20 @@
+#!/bin/sh
+# Cuts the CIFAR-10 binary files into three folders small enough for one GPU-machine call
+# each (a call carries at most 64 MiB of the checkout): .gpu-data/cifar-1 (data_batch_1, 2),
+# cifar-2 (data_batch_3, 4) and cifar-3 (data_batch_5, test_batch, batches.meta.txt), about
+# 61 MB apiece. .gpu-data is git-ignored; each call carries one folder and copies it to the
+# machine's /tmp/ignis-cifar (docs/gpu-verification.md lists the calls).
+# Usage: scripts/gpu-cifar-parts.sh CIFAR_DIR   (the cifar-10-batches-bin folder)
+set -eu
+src=${1:?usage: scripts/gpu-cifar-parts.sh CIFAR_DIR}
+cd "$(dirname "$0")/.."
+for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+  [ -e "$src/$f.bin" ] || { echo "gpu-cifar-parts.sh: $src/$f.bin is missing" >&2; exit 1; }
+done
+rm -rf .gpu-data
+mkdir -p .gpu-data/cifar-1 .gpu-data/cifar-2 .gpu-data/cifar-3
+cp "$src/data_batch_1.bin" "$src/data_batch_2.bin" .gpu-data/cifar-1/
+cp "$src/data_batch_3.bin" "$src/data_batch_4.bin" .gpu-data/cifar-2/
+cp "$src/data_batch_5.bin" "$src/test_batch.bin" .gpu-data/cifar-3/
+[ -e "$src/batches.meta.txt" ] && cp "$src/batches.meta.txt" .gpu-data/cifar-3/
+du -sh .gpu-data/*
