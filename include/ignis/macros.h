@@ -8,3 +8,12 @@
 #else
 #define IGNIS_HOST_DEVICE inline
 #endif
+
+// IGNIS_HOST_DEVICE, and always inlined by the host compiler too: for the branch-free math of
+// src/kernels/fast_math.h and the functors that call it, which are too long for the host
+// compiler's inlining heuristics, yet only vectorise when inlined into the loop.
+#if defined(__CUDACC__)
+#define IGNIS_HOST_DEVICE_ALWAYS_INLINE __host__ __device__ __forceinline__
+#else
+#define IGNIS_HOST_DEVICE_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif

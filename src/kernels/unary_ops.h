@@ -8,6 +8,7 @@
 // src/ops/elementwise.cpp, a row in the test table. The CPU and CUDA loops pick it up.
 #pragma once
 
+#include "kernels/fast_math.h"
 #include "kernels/host_device.h"
 
 namespace ignis::kernels {
@@ -113,10 +114,14 @@ struct Sigmoid {
   }
 };
 /// Exact GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+// Float GELU and its gradient (also bf16/fp16, computed in float) take normal_cdf and
+// fast_exp (src/kernels/fast_math.h): branch-free, so the CPU loops vectorise (std::erf is a
+// scalar libm call, and 1 + erf cancels to 0 in the lower tail); double keeps std::erf.
 struct Gelu {
   IGNIS_UNARY_HEADER(gelu, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return x * normal_cdf(x);
+    else return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
   }
 };
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -150,10 +155,14 @@ struct Reciprocal {
 /// d/dx of exact GELU: Phi(x) + x phi(x) (used by gelu's backward).
 struct GeluGrad {
   IGNIS_UNARY_HEADER(gelu_grad, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
-    return cdf + x * pdf;
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return normal_cdf(x) + x * (fast_exp(-0.5f * x * x) * 0.39894228040143267794f);
+    } else {
+      const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+      const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+      return cdf + x * pdf;
+    }
   }
 };
 /// d/dx of the tanh approximation of GELU.

@@ -1,6 +1,6 @@
 // Reductions against float64 loops: every op over 1-D..4-D shapes, every dim subset (negative
 // dims, keepdim), every layout and the dtypes each op allows; empty tensors, large inputs that
-// use several threads, NaN and tie rules, large-magnitude softmax, fast_exp's accuracy, and
+// use several threads, NaN and tie rules, large-magnitude softmax, fast_exp's, fast_erfc's and normal_cdf's accuracy, and
 // every error message.
 #include <cmath>
 #include <functional>
@@ -632,6 +632,34 @@ TEST(FastMath, ExpWithinTwoUlp) {
   EXPECT_EQ(kernels::fast_exp(-104.0f), 0.0f);
   EXPECT_EQ(kernels::fast_exp(-200.0f), 0.0f);
   EXPECT_TRUE(std::isnan(kernels::fast_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(FastMath, ErfcAndNormalCdfKeepTheirRelativeAccuracyInTheTails) {
+  int64_t worst = 0;
+  float worst_u = 0;
+  // Every 61st float of [0, 9] (erfc stays a normal float up to about 9.1).
+  for (uint32_t bits = 0; bits <= detail::float_bits(9.0f); bits += 61) {
+    const float u = detail::bits_float(bits);
+    const int64_t d = ulp_distance(kernels::fast_erfc_nonnegative(u), float(std::erfc(double(u))));
+    if (d > worst) worst = d, worst_u = u;
+  }
+  EXPECT_LE(worst, 12) << "at u = " << worst_u;
+  // Phi over [-13, 13]: the lower tail relative to itself (where 1 + erf would cancel), the
+  // upper part within a few ulp of 1.
+  double worst_relative = 0;
+  for (float x = -13.0f; x <= 13.0f; x += 0.001f) {
+    const double exact = 0.5 * std::erfc(-double(x) / std::sqrt(2.0));
+    const double got = kernels::normal_cdf(x);
+    if (exact > 1e-37) worst_relative = std::max(worst_relative, std::abs(got - exact) / exact);
+  }
+  // x / sqrt(2) is rounded before erfc: that costs up to x^2 * 2^-24 relative at -13.
+  EXPECT_LT(worst_relative, 2e-5);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kernels::normal_cdf(-inf), 0.0f);
+  EXPECT_EQ(kernels::normal_cdf(inf), 1.0f);
+  EXPECT_EQ(kernels::normal_cdf(0.0f), 0.5f);
+  EXPECT_EQ(kernels::fast_erfc_nonnegative(20.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(kernels::normal_cdf(std::numeric_limits<float>::quiet_NaN())));
 }
 
 // ---- errors ----------------------------------------------------------------------------------
