@@ -48,7 +48,9 @@ STD = (0.2470, 0.2435, 0.2616)
 MOMENTUM = 0.85
 KILOSTEP = 1024 * (1 + 1 / (1 - MOMENTUM))
 LR = 11.5 / KILOSTEP
-WD = 0.0153 * 1024 / KILOSTEP
+# Weight decay 0.0153 per 1024 samples, decoupled from the lr: per step, lr x decay is
+# 0.0153 x batch / KILOSTEP (the Trainer multiplies by its batch size).
+WD_PER_SAMPLE = 0.0153 / KILOSTEP
 BIAS_LR_SCALE = 64.0
 WHITEN_BIAS_EPOCHS = 3
 WHITEN_IMAGES = 5000
@@ -202,14 +204,15 @@ def schedule(total_steps):
 class Trainer:
     """Optimizer, schedule and Lookahead state of one training run of `model`."""
 
-    def __init__(self, model, total_steps, bf16):
+    def __init__(self, model, total_steps, bf16, batch):
         self.model, self.total_steps, self.bf16 = model, total_steps, bf16
+        wd = WD_PER_SAMPLE * batch
         named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
         norm_biases = [p for k, p in named if "norm" in k]
         others = [p for k, p in named if "norm" not in k]
         lr_b = LR * BIAS_LR_SCALE
-        self.opt = torch.optim.SGD([dict(params=norm_biases, lr=lr_b, weight_decay=WD / lr_b),
-                                    dict(params=others, lr=LR, weight_decay=WD / LR)],
+        self.opt = torch.optim.SGD([dict(params=norm_biases, lr=lr_b, weight_decay=wd / lr_b),
+                                    dict(params=others, lr=LR, weight_decay=wd / LR)],
                                    lr=LR, momentum=MOMENTUM, nesterov=True)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule(total_steps))
         # The state dict's tensors share storage with the parameters and buffers.
@@ -289,8 +292,8 @@ def train_run(a, data, run, device, bf16, emit):
 
     clock.start()
     init_whitening(model.whiten, train_x[:WHITEN_IMAGES])
-    trainer = Trainer(model, total_steps, bf16)
     clock.stop()
+    trainer = Trainer(model, total_steps, bf16, a.batch_size)  # after: holds the whitened weights
 
     flip = None
     done = False
@@ -332,7 +335,7 @@ def warm_up(a, data, device, bf16):
     batch = min(a.batch_size, n)
     model = make_model(device, bf16)
     init_whitening(model.whiten, train_x[:WHITEN_IMAGES])
-    trainer = Trainer(model, max(a.warmup_steps, 1), bf16)
+    trainer = Trainer(model, max(a.warmup_steps, 1), bf16, a.batch_size)
     flip = torch.rand(n, device=device) < 0.5
     steps = 0
     while steps < a.warmup_steps:
@@ -358,7 +361,7 @@ def step_time(a, data, device, bf16, emit):
     torch.manual_seed(a.seed)
     model = make_model(device, bf16)
     init_whitening(model.whiten, train_x[:WHITEN_IMAGES])
-    trainer = Trainer(model, total_steps, bf16)
+    trainer = Trainer(model, total_steps, bf16, a.batch_size)
     flip = torch.rand(n, device=device) < 0.5
     prepared, epoch = [], 0
     while len(prepared) < a.step_time:

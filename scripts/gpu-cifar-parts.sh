@@ -7,6 +7,7 @@
 # Usage: scripts/gpu-cifar-parts.sh CIFAR_DIR   (the cifar-10-batches-bin folder)
 set -eu
 src=${1:?usage: scripts/gpu-cifar-parts.sh CIFAR_DIR}
+src=$(cd "$src" && pwd) || { echo "gpu-cifar-parts.sh: no directory $1" >&2; exit 1; }
 cd "$(dirname "$0")/.."
 for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
   [ -e "$src/$f.bin" ] || { echo "gpu-cifar-parts.sh: $src/$f.bin is missing" >&2; exit 1; }

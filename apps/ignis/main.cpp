@@ -256,7 +256,8 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "airbench94: Keller Jordan's CIFAR-10 speed recipe (94% test accuracy in ~10 epochs "
           "of a small whitened conv net), timed by its rules; takes --data-dir (the "
           "cifar-10-batches-bin files), --device, --seed, --out, --limit, --epochs, "
-          "--batch-size (default 1024), --amp (default bf16 on a GPU) and --channels-last")
+          "--batch-size (default 1024), --amp (default bf16 on a GPU) and --channels-last "
+          "(always on a GPU)")
       ->check(CLI::IsMember({"airbench94"}));
   train.add_option(
       "--resume",
@@ -265,8 +266,10 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
       "from DIR/config.json; flags that differ are refused)");
 }
 
-/// The first flag given that --preset does not take ("" when there is none).
-std::string preset_conflict(const CLI::App& train) {
+/// The first option set that --preset does not take ("" when there is none): given on the
+/// command line, or (a config file's keys do not count as given) holding a value other than
+/// its default.
+std::string preset_conflict(const CLI::App& train, const ignis_cli::TrainOptions& o) {
   static const char* const kTaken[] = {"--preset", "--data-dir", "--device", "--seed",
                                        "--out", "--limit", "--epochs", "--batch-size",
                                        "--amp", "--channels-last", "--config"};
@@ -275,6 +278,34 @@ std::string preset_conflict(const CLI::App& train) {
     const std::string flag = "--" + option->get_lnames().front();
     if (std::find(std::begin(kTaken), std::end(kTaken), flag) == std::end(kTaken)) return flag;
   }
+  const ignis_cli::TrainOptions d;
+  const std::pair<bool, const char*> changed[] = {
+      {o.model != d.model, "--model"},
+      {o.data != d.data, "--data"},
+      {o.split != d.split, "--split"},
+      {o.optimizer != d.optimizer, "--optimizer"},
+      {!std::isnan(o.lr), "--lr"},
+      {o.momentum != d.momentum, "--momentum"},
+      {o.nesterov != d.nesterov, "--nesterov"},
+      {o.weight_decay != d.weight_decay, "--weight-decay"},
+      {o.schedule != d.schedule, "--schedule"},
+      {o.warmup != d.warmup, "--warmup"},
+      {o.label_smoothing != d.label_smoothing, "--label-smoothing"},
+      {o.augment != d.augment, "--augment"},
+      {o.workers != d.workers, "--workers"},
+      {o.image_size != d.image_size, "--image-size"},
+      {o.accumulate != d.accumulate, "--accumulate"},
+      {o.early_stop != d.early_stop, "--early-stop"},
+      {o.on_nonfinite != d.on_nonfinite, "--on-nonfinite"},
+      {o.detect_anomaly, "--detect-anomaly"},
+      {o.cuda_graphs != d.cuda_graphs, "--cuda-graphs"},
+      {o.sync_bn, "--sync-bn"},
+      {o.checkpoint_every != d.checkpoint_every, "--checkpoint-every"},
+      {!o.resume.empty(), "--resume"},
+      {o.profile_startup, "--profile-startup"},
+      {o.batch_size_auto, "--batch-size auto"}};
+  for (const auto& [differs, flag] : changed)
+    if (differs) return flag;
   return "";
 }
 
@@ -403,10 +434,10 @@ int ignis_cli::run_command_line(int argc, const char* const* argv, const Command
     if (train->parsed()) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
       if (!train_opts.preset.empty()) {
-        const std::string conflict = preset_conflict(*train);
+        const std::string conflict = preset_conflict(*train, train_opts);
         if (!conflict.empty())
           return fail(fmt::format(
-              "--preset {} fixes its own recipe, so {} cannot be changed; drop it",
+              "--preset {} fixes its own recipe, so {} cannot be used; drop it",
               train_opts.preset, conflict));
         if (train->count("--batch-size") == 0) train_opts.batch_size = 1024;
         if (train->count("--amp") == 0) train_opts.amp = "auto";

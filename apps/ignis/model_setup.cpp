@@ -58,6 +58,14 @@ std::unique_ptr<ig::nn::Module> make_model(
     return std::make_unique<ig::models::SmallCNN>(
         ig::models::SmallCNNConfig{channels, classes, height});
   }
+  // The network of `--preset airbench94` (trained only by the preset; eval and predict load it).
+  if (name == "airbench") {
+    if (height != 32 || width != 32)
+      throw UsageError(fmt::format(
+          "the airbench network takes 32x32 images, not {}x{}", height, width));
+    return std::make_unique<ig::models::AirbenchNet>(
+        ig::models::AirbenchConfig{.in_channels = channels, .num_classes = classes});
+  }
   // Small images get the CIFAR stem (3x3 conv, no max-pool) so 28x28 and 32x32 inputs keep
   // enough resolution through four stages; in_channels follows the data (1 for MNIST).
   ig::models::ResNetConfig cfg{

@@ -36,7 +36,6 @@
 #include "report_html.h"
 #include "run_dir.h"
 #include "startup_profile.h"
-#include "airbench.h"
 #include "train_amp.h"
 #include "train_data.h"
 #include "train_graph.h"

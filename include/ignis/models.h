@@ -152,7 +152,8 @@ class AirbenchNet : public nn::Module {
 /// batch x [N, C, H, W] (float32): level 0 the image alone; level 1 the image and its mirror
 /// image (0.5 each); level 2 half of level 1 plus half the mean of level 1 on the image moved
 /// one pixel down-right and one pixel up-left, borders reflected (PyTorch's F.pad(x, 1,
-/// 'reflect') cropped at [0:H, 0:W] and [2:H+2, 2:W+2]).
+/// 'reflect') cropped at [0:H, 0:W] and [2:H+2, 2:W+2]). 16-bit logits (under autocast) are
+/// averaged in float32.
 Tensor tta_logits(nn::Module& model, const Tensor& x, int level);
 
 /// E[p p^T] of all k x k patches (stride 1, no padding) of `images` [N, C, H, W], each patch a

@@ -75,10 +75,16 @@ Tensor AirbenchNet::forward(const Tensor& x) {
 Tensor tta_logits(nn::Module& model, const Tensor& x, int level) {
   IGNIS_CHECK(level >= 0 && level <= 2, ValueError,
               "[tta_logits] level must be 0, 1 or 2, got {}", level);
-  auto mirrored = [&](const Tensor& v) {
-    return model(v) * 0.5 + model(data::hflip(v)) * 0.5;
+  // Logits of a 16-bit model (autocast) are averaged in float32, so close classes keep
+  // their order.
+  auto logits_of = [&](const Tensor& v) {
+    const Tensor y = model(v);
+    return y.dtype() == kBFloat16 || y.dtype() == kFloat16 ? y.to(kFloat32) : y;
   };
-  if (level == 0) return model(x);
+  auto mirrored = [&](const Tensor& v) {
+    return logits_of(v) * 0.5 + logits_of(data::hflip(v)) * 0.5;
+  };
+  if (level == 0) return logits_of(x);
   const Tensor logits = mirrored(x);
   if (level == 1) return logits;
   const auto reflect = data::PadMode::Reflect;

@@ -1,8 +1,8 @@
 #!/bin/sh
 # `ignis train --preset airbench94` end to end on a small learnable CIFAR-format set: the
 # recipe must learn the classes, print its epoch table and the timed TTA score, and leave
-# config.json, metrics.jsonl and a model.safetensors with the twin's keys; flags the preset
-# fixes are refused.
+# config.json, metrics.jsonl and a model.safetensors with the twin's keys, which `ignis eval`
+# can score again.
 # Usage: train_airbench.sh IGNIS WORK
 set -eu
 bin=$1 work=$2
@@ -35,4 +35,15 @@ keys = set(header) - {"__metadata__"}
 assert "whiten.weight" in keys and "head.weight" in keys and len(keys) == 39, sorted(keys)
 assert header["block3.norm2.num_batches_tracked"]["dtype"] == "I64", header
 print("ok: learned to", final["tta_test_accuracy"], "in", final["time_s"], "s")
+PY
+# `ignis eval --run` rebuilds the preset's model and test set (no TTA there): the model file
+# and the recorded normalisation must give the same learned classes.
+"$bin" eval --run run --device cpu >eval.txt
+cat eval.txt
+python3 - <<'PY'
+import re
+text = open("eval.txt").read()
+m = re.search(r"test set \((\d+) samples\): accuracy ([0-9.]+)%", text)
+assert m and int(m.group(1)) == 300 and float(m.group(2)) >= 90, text
+print("ok: eval --run scores the preset's model at", m.group(2), "%")
 PY

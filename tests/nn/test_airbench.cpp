@@ -180,6 +180,20 @@ TEST(Airbench, TestTimeAugmentationAveragesTheDocumentedViews) {
   EXPECT_TRUE(all_close(models::tta_logits(probe, x, 1), level1, 1e-6, 1e-7));
   EXPECT_TRUE(all_close(models::tta_logits(probe, x, 2), level2, 1e-6, 1e-7));
   EXPECT_THROW_MSG(models::tta_logits(probe, x, 3), ValueError, "[tta_logits]");
+  // A 16-bit model's logits (autocast) are averaged in float32.
+  struct Bf16Probe : nn::Module {
+    Tensor forward(const Tensor& v) override { return v.flatten(1).to(kBFloat16); }
+  } bf16_probe;
+  const Tensor xb = x.to(kBFloat16).to(kFloat32);  // values bf16 holds exactly
+  const Tensor averaged = models::tta_logits(bf16_probe, xb, 1);
+  EXPECT_EQ(averaged.dtype(), kFloat32);
+  std::vector<double> level1_b;
+  const auto vb = values_of(xb);
+  for (int64_t i = 0; i < xb.numel(); ++i) {
+    const int64_t c = i % W;
+    level1_b.push_back(0.5 * vb[size_t(i)] + 0.5 * vb[size_t(i - c + W - 1 - c)]);
+  }
+  EXPECT_TRUE(all_close(averaged, level1_b, 1e-7, 0));
 }
 
 }  // namespace

@@ -643,7 +643,7 @@ TEST(FastMath, ErfcAndNormalCdfKeepTheirRelativeAccuracyInTheTails) {
     const int64_t d = ulp_distance(kernels::fast_erfc_nonnegative(u), float(std::erfc(double(u))));
     if (d > worst) worst = d, worst_u = u;
   }
-  EXPECT_LE(worst, 12) << "at u = " << worst_u;
+  EXPECT_LE(worst, 8) << "at u = " << worst_u;  // 6 measured
   // Phi over [-13, 13]: the lower tail relative to itself (where 1 + erf would cancel), the
   // upper part within a few ulp of 1.
   double worst_relative = 0;
