@@ -33,18 +33,12 @@ using nlohmann::json;
 namespace ignis_cli {
 namespace {
 
+// The recipe's data-side constants; the optimizer, schedule and lookahead are
+// models::Airbench94Trainer's (Airbench94Options).
 struct Recipe {
   double epochs = 9.9;
-  double lr = 11.5;               // per 1024 samples
-  double momentum = 0.85;
-  double weight_decay = 0.0153;   // per 1024 samples, decoupled from the lr
-  double bias_lr_scale = 64;      // batch-norm biases
-  double label_smoothing = 0.2;
-  int64_t whiten_bias_epochs = 3;
   int64_t whiten_images = 5000;
   int64_t translate = 2;
-  int64_t lookahead_every = 5;
-  double warmup_fraction = 0.23, start_factor = 0.2, end_factor = 0.07;
   int64_t eval_batch = 2000;
   std::array<double, 3> mean{0.4914, 0.4822, 0.4465}, std{0.2470, 0.2435, 0.2616};
 };
@@ -123,25 +117,6 @@ double test_accuracy(ig::models::AirbenchNet& model, const ig::data::LabeledImag
   return double(correct.item<int64_t>()) / double(test.images.size(0));
 }
 
-/// The two parameter groups: batch-norm biases at bias_lr_scale x the lr, everything else
-/// trainable at the lr; each with the weight decay that makes lr x decay the same.
-std::unique_ptr<ig::optim::SGD> make_optimizer(ig::models::AirbenchNet& model, const Recipe& r,
-                                               int64_t batch) {
-  const double step_gain = 1024 * (1 + 1 / (1 - r.momentum));
-  const double lr = r.lr / step_gain, decay = r.weight_decay * double(batch) / step_gain;
-  const double bias_lr = lr * r.bias_lr_scale;
-  std::vector<ig::Tensor> norm_biases, others;
-  for (auto& [name, p] : model.named_parameters()) {
-    if (!p.requires_grad()) continue;
-    (name.find(".norm") != std::string::npos ? norm_biases : others).push_back(p);
-  }
-  auto sgd = std::make_unique<ig::optim::SGD>(
-      others, ig::optim::SGDOptions{.lr = lr, .momentum = r.momentum,
-                                    .weight_decay = decay / lr, .nesterov = true});
-  sgd->add_param_group(norm_biases, {{"lr", bias_lr}, {"weight_decay", decay / bias_lr}});
-  return sgd;
-}
-
 struct RunResult {
   double tta_accuracy = 0, seconds = 0;
   std::vector<json> epochs;
@@ -176,58 +151,31 @@ RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImag
   const int64_t total_steps = int64_t(std::ceil(double(steps_per_epoch) * epochs));
   const int64_t epochs_to_run = int64_t(std::ceil(epochs));
 
-  auto optimizer = make_optimizer(model, r, batch);
-  const int64_t warmup_steps = int64_t(double(total_steps) * r.warmup_fraction);
-  ig::optim::LambdaLR schedule(*optimizer, [&](int64_t step) {
-    if (step < warmup_steps) {
-      const double f = double(step) / double(warmup_steps);
-      return r.start_factor * (1 - f) + f;
-    }
-    const double f = double(step - warmup_steps) / double(total_steps - warmup_steps);
-    return (1 - f) + r.end_factor * f;
-  });
-  ig::optim::EmaLookahead lookahead(model);
-  const double lookahead_base = std::pow(0.95, double(r.lookahead_every));
-  const ig::nn::functional::CrossEntropyOptions loss_options{
-      .label_smoothing = r.label_smoothing, .reduction = ig::nn::functional::Reduction::Sum};
+  ig::models::Airbench94Options options;
+  if (amp.autocast_enabled()) options.autocast = amp.dtype();
+  ig::models::Airbench94Trainer trainer(model, batch, total_steps, options);
 
   RunResult result;
-  int64_t step = 0;
-  model.train();
-  for (int64_t epoch = 0; epoch < epochs_to_run && step < total_steps; ++epoch) {
-    model.whiten.bias.requires_grad_(epoch < r.whiten_bias_epochs);
+  bool done = false;
+  for (int64_t epoch = 0; epoch < epochs_to_run && !done; ++epoch) {
+    trainer.begin_epoch(epoch);
     loader.set_epoch(epoch);
-    ig::Tensor logits, labels, loss;
+    ig::models::Airbench94Trainer::StepResult last;
+    ig::Tensor labels;
     timer.start();
     for (auto& batch_data : loader) {
-      {
-        ig::amp::autocast cast(amp.dtype(), amp.autocast_enabled());
-        logits = model(batch_data.x());
-        loss = ig::nn::functional::cross_entropy(logits, batch_data.y(), loss_options);
-      }
+      last = trainer.step(batch_data.x(), batch_data.y());
       labels = batch_data.y();
-      optimizer->zero_grad(true);
-      loss.backward();
-      optimizer->step();
-      schedule.step();
-      ++step;
-      if (step % r.lookahead_every == 0) {
-        const double progress = double(step) / double(total_steps);
-        lookahead.update(lookahead_base * progress * progress * progress);
-      }
-      if (step >= total_steps) {
-        lookahead.update(1.0);
-        break;
-      }
-      if (max_steps > 0 && step >= max_steps) break;
+      done = last.done || (max_steps > 0 && trainer.steps_taken() >= max_steps);
+      if (done) break;
     }
     timer.stop();
-    if (max_steps > 0 && step >= max_steps) break;
     if (!report) continue;
     // Untimed: the last batch's loss and accuracy, and the test accuracy without TTA.
-    const double batch_loss = loss.item<double>() / double(labels.size(0));
+    const double batch_loss = last.loss.item<double>() / double(labels.size(0));
     const double batch_accuracy =
-        ig::mean(ig::eq(logits.detach().argmax(1), labels).to(ig::kFloat32)).item<double>();
+        ig::mean(ig::eq(last.logits.detach().argmax(1), labels).to(ig::kFloat32))
+            .item<double>();
     const double accuracy = test_accuracy(model, test, r, amp, 0);
     fmt::print("{:>5} {:>10.4f} {:>9.4f} {:>13.4f} {:>9.3f}\n", epoch + 1, batch_loss,
                batch_accuracy, accuracy, timer.seconds());

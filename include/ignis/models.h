@@ -1,15 +1,20 @@
 // Ready-made models: the 10 -> 512 -> 10 MLP, a small CNN for 28x28 images, and ResNet-18/34
 // (BasicBlock) and ResNet-50 (Bottleneck) with torchvision's state-dict names, a CIFAR stem
 // (3x3 conv, no max-pool) for small images or the ImageNet stem, any number of input channels
-// and classes.
+// and classes; and the airbench network with its whitening set-up, test-time augmentation and
+// training recipe (Airbench94Trainer).
 #pragma once
 
 #include <array>
 #include <memory>
+#include <optional>
 
 #include "ignis/nn/containers.h"
 #include "ignis/nn/conv.h"
 #include "ignis/nn/layers.h"
+#include "ignis/optim/lookahead.h"
+#include "ignis/optim/lr_scheduler.h"
+#include "ignis/optim/sgd.h"
 
 namespace ignis::models {
 
@@ -146,6 +151,60 @@ class AirbenchNet : public nn::Module {
   nn::Conv2d whiten;
   AirbenchBlock block1, block2, block3;
   nn::Linear head;
+};
+
+// ---- The airbench94 training recipe ----------------------------------------------------------
+struct Airbench94Options {
+  double lr = 11.5;              ///< per 1024 samples, before dividing by the step gain below
+  double momentum = 0.85;        ///< Nesterov
+  double weight_decay = 0.0153;  ///< per 1024 samples, decoupled from the lr
+  double bias_lr_scale = 64;     ///< the batch norms' biases train at this multiple of the lr
+  double label_smoothing = 0.2;
+  int64_t whiten_bias_epochs = 3;  ///< the whitening layer's bias trains in these first epochs
+  int64_t lookahead_every = 5;
+  double warmup_fraction = 0.23, start_factor = 0.2, end_factor = 0.07;
+  std::optional<DType> autocast;  ///< the forward pass's low dtype (amp::autocast), or none
+};
+
+/// Keller Jordan's airbench94 training procedure for an AirbenchNet whose whitening layer is
+/// already set (`ignis train --preset airbench94` runs it; bench/airbench_torch.py is the same
+/// in PyTorch). The learning rate and weight decay are given per 1024 samples and divided by
+/// the Nesterov step gain 1 + 1/(1 - momentum), so the step size does not move with the
+/// momentum: SGD gets lr' = lr / (1024 gain) and, per group, weight_decay = (weight_decay
+/// batch / (1024 gain)) / group lr, making lr x decay the same for both groups — the batch
+/// norms' biases (at bias_lr_scale x lr') and every other trainable tensor. The lr factor
+/// rises linearly from start_factor to 1 over the first warmup_fraction of the steps, then
+/// falls to end_factor at the last (LambdaLR, stepped per batch).
+class Airbench94Trainer {
+ public:
+  Airbench94Trainer(AirbenchNet& model, int64_t batch_size, int64_t total_steps,
+                    const Airbench94Options& options = {});
+  Airbench94Trainer(const Airbench94Trainer&) = delete;
+  Airbench94Trainer& operator=(const Airbench94Trainer&) = delete;
+  ~Airbench94Trainer();
+  /// Call before each epoch's steps: the whitening bias trains only in the first epochs.
+  void begin_epoch(int64_t epoch);
+  struct StepResult {
+    Tensor logits, loss;  ///< loss: the batch's summed, label-smoothed cross-entropy
+    bool done = false;    ///< the last of total_steps was taken
+  };
+  /// One step on (x, y): forward and loss (under autocast when set), backward, SGD, the
+  /// schedule; after every lookahead_every-th step the weights (and batch-norm statistics)
+  /// move onto their moving average with decay 0.95^lookahead_every (step / total)^3
+  /// (optim::EmaLookahead), and after the last step onto the average itself (decay 1).
+  StepResult step(const Tensor& x, const Tensor& y);
+  int64_t steps_taken() const { return step_; }
+  /// The schedule's lr factor after `step` steps.
+  double lr_factor(int64_t step) const;
+  optim::SGD& optimizer() { return *sgd_; }
+
+ private:
+  AirbenchNet& model_;
+  Airbench94Options options_;
+  int64_t total_steps_, warmup_steps_, step_ = 0;
+  std::unique_ptr<optim::SGD> sgd_;
+  std::unique_ptr<optim::LambdaLR> schedule_;
+  std::unique_ptr<optim::EmaLookahead> lookahead_;
 };
 
 /// airbench's test-time augmentation: the logits of `model` averaged over views of the image
