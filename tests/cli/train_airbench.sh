@@ -47,3 +47,9 @@ m = re.search(r"test set \((\d+) samples\): accuracy ([0-9.]+)%", text)
 assert m and int(m.group(1)) == 300 and float(m.group(2)) >= 90, text
 print("ok: eval --run scores the preset's model at", m.group(2), "%")
 PY
+# `ignis predict` takes the run too (model, classes and normalisation from its config.json).
+python3 "$here/make_imagefolder.py" images 1
+"$bin" predict run images --top-k 2 --device cpu >predict.txt
+cat predict.txt
+grep -q 'airbench' predict.txt && grep -Eq 'images/bright/000.png +1 ' predict.txt
+echo "ok: predict reads the preset's run"
