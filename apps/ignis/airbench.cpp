@@ -207,7 +207,7 @@ int run_airbench(TrainOptions o) {
   if (device.is_cuda()) o.channels_last = true;
   if (o.amp == "fp16")
     throw UsageError("--preset airbench94 runs without a loss scaler: use --amp bf16 or off");
-  const double epochs = o.epochs > 0 ? double(o.epochs) : r.epochs;
+  const double epochs = o.epochs_exact > 0 ? o.epochs_exact : r.epochs;
   const std::string dir =
       o.data_dir.empty() ? "/usr/share/datasets/cifar-10-batches-bin" : o.data_dir;
   if (o.out.empty()) o.out = fmt::format("runs/airbench94-{}", timestamp());

@@ -34,6 +34,10 @@ const std::set<std::string> kRecordedOnly = {
     "ranks",
     "ignis-version",
     "started-at"};
+// What a `--preset` run's config.json records of the recipe it fixed: read back with the
+// preset, these are not options to apply.
+const std::set<std::string> kPresetRecorded = {"model", "data", "split", "train-samples",
+                                               "test-samples"};
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw UsageError(fmt::format("--config {}: {}", path, what));
@@ -97,11 +101,13 @@ void apply_file(
     AddTrainOptions add,
     const std::set<std::string>& skip) {
   const json j = read_config(path);
+  const bool preset_run = j.contains("preset");
   for (const auto& [raw, value] : j.items()) {
     std::string key = raw;
     for (char& c : key)
       if (c == '_') c = '-';
     if (kRecordedOnly.count(key) || skip.count(key)) continue;
+    if (preset_run && kPresetRecorded.count(key)) continue;
     const CLI::Option* opt = key == "config" || key == "resume" || key == "help"
                                  ? nullptr
                                  : train.get_option_no_throw("--" + key);

@@ -54,6 +54,15 @@ const CLI::Validator kPositiveInt = number_check(false, true);
 const CLI::Validator kNonNegativeInt = number_check(true, true);
 const CLI::Validator kPositive = number_check(false, false);
 const CLI::Validator kNonNegative = number_check(true, false);
+// --epochs: a whole number >= 1, or a positive fraction, which only --preset accepts (checked
+// once every option is known).
+const CLI::Validator kEpochs(
+    [](std::string& text) -> std::string {
+      const std::string whole = kPositiveInt(text);
+      if (whole.empty() || whole.find("too large") != std::string::npos) return whole;
+      return kPositive(text).empty() ? std::string() : whole;
+    },
+    "NUMBER>0");
 
 int fail(const std::string& what) {
   std::fflush(stdout);
@@ -99,7 +108,15 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
           "POOLED and split at random from --seed; 'official' keeps the official test "
           "set and holds out 10% of the training set for validation")
       ->capture_default_str();
-  train.add_option("--epochs", o.epochs, "Epochs (default: 8)")->check(kPositiveInt);
+  train
+      .add_option_function<std::string>(
+          "--epochs",
+          [&o](const std::string& v) {
+            o.epochs_exact = std::stod(v);
+            o.epochs = int64_t(o.epochs_exact);
+          },
+          "Epochs (default: 8); with --preset also a fraction, such as its own 9.9")
+      ->check(kEpochs);
   train
       .add_option_function<std::string>(
           "--batch-size",
@@ -433,14 +450,22 @@ int ignis_cli::run_command_line(int argc, const char* const* argv, const Command
   try {
     if (train->parsed()) {
       ignis_cli::apply_config_sources(*train, train_opts, add_train_options);
+      if (train_opts.preset.empty() && train_opts.epochs_exact != double(train_opts.epochs))
+        return fail(fmt::format(
+            "--epochs: '{}' is not a whole number >= 1 (a fraction of an epoch only with "
+            "--preset)",
+            train_opts.epochs_exact));
       if (!train_opts.preset.empty()) {
         const std::string conflict = preset_conflict(*train, train_opts);
         if (!conflict.empty())
           return fail(fmt::format(
               "--preset {} fixes its own recipe, so {} cannot be used; drop it",
               train_opts.preset, conflict));
-        if (train->count("--batch-size") == 0) train_opts.batch_size = 1024;
-        if (train->count("--amp") == 0) train_opts.amp = "auto";
+        // The preset's own defaults, where neither a flag nor a config file set the option.
+        const ignis_cli::TrainOptions defaults;
+        if (train->count("--batch-size") == 0 && train_opts.batch_size == defaults.batch_size)
+          train_opts.batch_size = 1024;
+        if (train->count("--amp") == 0 && train_opts.amp == defaults.amp) train_opts.amp = "auto";
       }
       if (train_opts.batch_size_auto && train_opts.accumulate > 1)
         return fail(

@@ -25,6 +25,7 @@ struct TrainOptions {
   std::string data_dir;                ///< "" = the data set's default location
   std::string split = "0.7,0.1,0.2";
   int64_t epochs = 0;  ///< 0 = the recipe's
+  double epochs_exact = 0;  ///< --epochs as given: a fraction only with --preset (0 = not given)
   int64_t batch_size = 128;
   bool batch_size_auto = false;  ///< --batch-size auto: batch_size is chosen by run_train
   std::string optimizer = "sgd";

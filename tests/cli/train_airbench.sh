@@ -53,3 +53,15 @@ python3 "$here/make_imagefolder.py" images 1
 cat predict.txt
 grep -q 'airbench' predict.txt && grep -Eq 'images/bright/000.png +1 ' predict.txt
 echo "ok: predict reads the preset's run"
+# A preset run's config.json replays it (--config), and a fraction of an epoch stops the last
+# epoch part-way: 15 steps an epoch, 1.5 epochs = 23 steps, so two epoch records.
+"$bin" train --config run/config.json --epochs 1.5 --out run2 >out2.txt
+cat out2.txt
+python3 - <<'PY'
+import json
+cfg = json.load(open("run2/config.json"))
+assert cfg["preset"] == "airbench94" and cfg["epochs"] == 1.5 and cfg["batch_size"] == 100, cfg
+lines = [json.loads(l) for l in open("run2/metrics.jsonl")]
+assert [l["type"] for l in lines] == ["epoch", "epoch", "final"], lines
+print("ok: config replay with 1.5 epochs")
+PY
