@@ -261,6 +261,9 @@ if want airbench; then
     say "- airbench94 (Ignis and the PyTorch twin on CIFAR-10): exit $? in at most $t s (airbench.md, airbench/)"
     pack
     grep -E '^\||^airbench' "$work/airbench.md" | tee -a "$summary"
+    # Each finished Ignis run's own line, also when the comparison was cut short.
+    grep -h 'test accuracy with TTA' "$work"/airbench/ignis-*.log 2>/dev/null | sed 's/^/  ignis: /' |
+      tee -a "$summary"
   fi
 fi
 
