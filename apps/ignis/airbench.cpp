@@ -18,11 +18,13 @@
 #include <fmt/format.h>
 #include <ignis/ignis.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "bench_flops.h"
 #include "model_setup.h"
 #include "run_dir.h"
 #include "train_amp.h"
@@ -119,6 +121,8 @@ double test_accuracy(ig::models::AirbenchNet& model, const ig::data::LabeledImag
 
 struct RunResult {
   double tta_accuracy = 0, seconds = 0;
+  double train_seconds = 0;   ///< the timed training epochs alone
+  int64_t samples_trained = 0;
   std::vector<json> epochs;
 };
 
@@ -162,14 +166,17 @@ RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImag
     loader.set_epoch(epoch);
     ig::models::Airbench94Trainer::StepResult last;
     ig::Tensor labels;
+    const double before = timer.seconds();
     timer.start();
     for (auto& batch_data : loader) {
       last = trainer.step(batch_data.x(), batch_data.y());
       labels = batch_data.y();
+      result.samples_trained += labels.size(0);
       done = last.done || (max_steps > 0 && trainer.steps_taken() >= max_steps);
       if (done) break;
     }
     timer.stop();
+    result.train_seconds += timer.seconds() - before;
     if (!report) continue;
     // Untimed: the last batch's loss and accuracy, and the test accuracy without TTA.
     const double batch_loss = last.loss.item<double>() / double(labels.size(0));
@@ -273,11 +280,22 @@ int run_airbench(TrainOptions o) {
   fmt::print("test accuracy with TTA {:.4f} in {:.3f} s (timed: whitening, training, final "
              "evaluation)\n",
              result.tta_accuracy, result.seconds);
+  // Work done: 3 x the forward pass's multiply-adds x 2 per trained sample (bench_flops.h),
+  // over the timed training epochs alone.
+  const double train_flops =
+      training_flops(forward_macs("airbench", 3, 32, 10)) * double(result.samples_trained);
+  const double tflops = train_flops / std::max(result.train_seconds, 1e-9) / 1e12;
+  fmt::print("training {:.3f} PFLOP in {:.3f} s: {:.2f} TFLOP/s\n", train_flops / 1e15,
+             result.train_seconds, tflops);
 
   std::vector<json> records = result.epochs;
   records.push_back({{"type", "final"},
                      {"tta_test_accuracy", result.tta_accuracy},
                      {"time_s", result.seconds},
+                     {"train_seconds", result.train_seconds},
+                     {"samples_trained", result.samples_trained},
+                     {"train_flops", train_flops},
+                     {"train_tflop_per_s", tflops},
                      {"epochs", epochs},
                      {"device", device.str()}});
   run.write_metrics(records);

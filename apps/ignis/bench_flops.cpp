@@ -36,6 +36,20 @@ int64_t forward_macs(const std::string& model, int64_t c, int64_t s, int64_t cla
     }
     return macs + 512 * classes;
   }
+  if (model == "airbench") {
+    // models::AirbenchNet with its default widths: the 2x2 whitening conv c -> 8c (no
+    // padding: side s - 1), then three blocks of conv 3x3 (same padding), max-pool 2 (side
+    // rounded down), conv 3x3; then the head 256 -> classes.
+    int64_t n = s - 1, in = 8 * c;
+    int64_t macs = n * n * in * c * 4;
+    for (const int64_t width : {int64_t(64), int64_t(256), int64_t(256)}) {
+      macs += n * n * width * in * 9;
+      n /= 2;
+      macs += n * n * width * width * 9;
+      in = width;
+    }
+    return macs + in * classes;
+  }
   throw UsageError("--model " + model + ": no FLOP count; use mlp, cnn or resnet18");
 }
 

@@ -8,7 +8,8 @@
 
 namespace ignis_cli {
 
-/// Multiply-adds per sample in the convolution and linear layers of mlp, cnn or resnet18 on
+/// Multiply-adds per sample in the convolution and linear layers of mlp, cnn, resnet18 or
+/// airbench (the preset's network) on
 /// `channels` x `size` x `size` inputs with `classes` outputs (the layouts of ignis/models.h;
 /// ResNet with the CIFAR stem). ReLU, pooling, batch norm and the loss are left out, as FLOP
 /// counts conventionally do: for these models they are under 1% of the total.

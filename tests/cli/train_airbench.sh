@@ -34,7 +34,22 @@ assert header["__metadata__"]["preset"] == "airbench94", header["__metadata__"]
 keys = set(header) - {"__metadata__"}
 assert "whiten.weight" in keys and "head.weight" in keys and len(keys) == 39, sorted(keys)
 assert header["block3.norm2.num_batches_tracked"]["dtype"] == "I64", header
-print("ok: learned to", final["tta_test_accuracy"], "in", final["time_s"], "s")
+# The FLOP count, from the saved weights' shapes: multiply-adds per image of every conv at its
+# output side (31; 31 -> pool -> 15; 15 -> 7; 7 -> 3) and the head, times 2 x 3 per trained
+# image (forward, and the two gradients of the backward pass).
+shape = lambda k: header[k]["shape"]
+macs = 31 * 31 * shape("whiten.weight")[0] * 3 * 4
+for block, (n1, n2) in zip(("block1", "block2", "block3"), ((31, 15), (15, 7), (7, 3))):
+    o, i, kh, kw = shape(block + ".conv1.weight")
+    macs += n1 * n1 * o * i * kh * kw
+    o, i, kh, kw = shape(block + ".conv2.weight")
+    macs += n2 * n2 * o * i * kh * kw
+macs += shape("head.weight")[0] * shape("head.weight")[1]
+assert final["samples_trained"] == 3 * 15 * 100, final
+assert abs(final["train_flops"] - 6 * macs * 4500) <= 1e-9 * final["train_flops"], (final, macs)
+assert final["train_tflop_per_s"] > 0 and final["train_seconds"] <= final["time_s"], final
+print("ok: learned to", final["tta_test_accuracy"], "in", final["time_s"], "s;",
+      final["train_tflop_per_s"], "TFLOP/s over", macs, "MACs per image")
 PY
 # `ignis eval --run` rebuilds the preset's model and test set (no TTA there): the model file
 # and the recorded normalisation must give the same learned classes.
