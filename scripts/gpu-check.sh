@@ -262,7 +262,7 @@ if want airbench; then
     pack
     grep -E '^\||^airbench' "$work/airbench.md" | tee -a "$summary"
     # Each finished Ignis run's own line, also when the comparison was cut short.
-    grep -h 'test accuracy with TTA' "$work"/airbench/ignis-*.log 2>/dev/null | sed 's/^/  ignis: /' |
+    grep -hE 'test accuracy with TTA|TFLOP/s' "$work"/airbench/ignis-*.log 2>/dev/null | sed 's/^/  ignis: /' |
       tee -a "$summary"
   fi
 fi
