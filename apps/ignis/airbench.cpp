@@ -4,15 +4,10 @@
 // test-time-augmented evaluation, and leave out the warm-up and the per-epoch evaluations.
 // bench/airbench_torch.py is the same recipe in PyTorch, for the side-by-side time.
 //
-// The recipe (constants in Recipe below): models::AirbenchNet with its first layer set to the
-// whitening filters of 5000 training images; batch 1024; Nesterov SGD, momentum 0.85, with the
-// learning rate and weight decay given per 1024 samples and divided by the momentum's step
-// gain (1 + 1/(1 - momentum)) so they stay decoupled; the batch-norm biases at 64x the lr;
-// label smoothing 0.2 on a summed loss; lr x 0.2 -> 1 over the first 23% of the steps, then
-// -> 0.07; the whitening layer's bias trained for the first 3 epochs only; every 5 steps the
-// weights pulled onto their moving average (optim::EmaLookahead) with decay
-// 0.95^5 (step/total)^3; alternating flips and reflect-padded 2-pixel translations; at the
-// end, logits averaged over mirrored and 1-pixel-translated views.
+// The recipe (data-side constants in Recipe below; the optimizer, schedule and lookahead in
+// models::Airbench94Trainer): models::AirbenchNet with its first layer set to the whitening
+// filters of 5000 training images; batch 1024; alternating flips and reflect-padded 2-pixel
+// translations; at the end, logits averaged over mirrored and 1-pixel-translated views.
 #include "airbench.h"
 
 #include <fmt/format.h>
@@ -28,6 +23,7 @@
 #include "model_setup.h"
 #include "run_dir.h"
 #include "train_amp.h"
+#include "train_data.h"
 
 namespace ig = ignis;
 using nlohmann::json;
@@ -42,7 +38,7 @@ struct Recipe {
   int64_t whiten_images = 5000;
   int64_t translate = 2;
   int64_t eval_batch = 2000;
-  std::array<double, 3> mean{0.4914, 0.4822, 0.4465}, std{0.2470, 0.2435, 0.2616};
+  std::vector<double> mean{0.4914, 0.4822, 0.4465}, std{0.2470, 0.2435, 0.2616};
 };
 
 /// Seconds of device work between start() and stop(), summed: CUDA events on a GPU (the
@@ -87,17 +83,13 @@ ig::data::LabeledImages read_cifar10(const std::string& dir, bool train, int64_t
         "--data-dir",
         e.what()));
   }
-  if (limit > 0 && limit < d.images.size(0)) {
-    d.images = d.images.narrow(0, 0, limit).contiguous();
-    d.labels = d.labels.narrow(0, 0, limit).contiguous();
-  }
-  return d;
+  return first_samples(std::move(d), limit);
 }
 
 /// uint8 images -> normalised float32, on the images' device.
 ig::Tensor normalise(const ig::Tensor& images, const Recipe& r) {
   ig::data::ToFloat to_float;
-  ig::data::Normalize norm({r.mean.begin(), r.mean.end()}, {r.std.begin(), r.std.end()});
+  ig::data::Normalize norm(r.mean, r.std);
   const ig::data::TransformContext none;
   return norm(to_float(images, none), none);
 }
@@ -143,8 +135,7 @@ RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImag
   using T = std::shared_ptr<ig::data::BatchTransform>;
   const std::vector<T> augment{
       std::make_shared<ig::data::ToFloat>(),
-      std::make_shared<ig::data::Normalize>(std::vector<double>(r.mean.begin(), r.mean.end()),
-                                            std::vector<double>(r.std.begin(), r.std.end())),
+      std::make_shared<ig::data::Normalize>(r.mean, r.std),
       std::make_shared<ig::data::RandomCrop>(32, 32, r.translate, ig::data::PadMode::Reflect),
       std::make_shared<ig::data::RandomHorizontalFlip>(0.5, /*alternate=*/true)};
   ig::data::DataLoader loader(
@@ -215,8 +206,7 @@ int run_airbench(TrainOptions o) {
   if (o.amp == "fp16")
     throw UsageError("--preset airbench94 runs without a loss scaler: use --amp bf16 or off");
   const double epochs = o.epochs_exact > 0 ? o.epochs_exact : r.epochs;
-  const std::string dir =
-      o.data_dir.empty() ? "/usr/share/datasets/cifar-10-batches-bin" : o.data_dir;
+  const std::string dir = o.data_dir.empty() ? default_data_dir("cifar10") : o.data_dir;
   if (o.out.empty()) o.out = fmt::format("runs/airbench94-{}", timestamp());
   fmt::print("device  {} ({})\n", device.str(), why);
 
@@ -251,8 +241,8 @@ int run_airbench(TrainOptions o) {
                        {"device", device.str()},      {"amp", o.amp},
                        {"channels_last", o.channels_last}, {"limit", o.limit},
                        {"classes", train_host.classes},
-                       {"mean", std::vector<double>(r.mean.begin(), r.mean.end())},
-                       {"std", std::vector<double>(r.std.begin(), r.std.end())},
+                       {"mean", r.mean},
+                       {"std", r.std},
                        {"train_samples", train.images.size(0)},
                        {"test_samples", test.images.size(0)},
                        {"started_at", timestamp()}};

@@ -18,23 +18,6 @@ namespace fs = std::filesystem;
 namespace ignis_cli {
 namespace {
 
-std::string default_dir(const std::string& data) {
-  if (data == "fashion-mnist") return ig::data::kFashionMnistRoot;
-  if (data == "mnist") return "/usr/share/datasets/mnist";
-  if (data == "cifar10") return "/usr/share/datasets/cifar-10-batches-bin";
-  if (data == "cifar100") return "/usr/share/datasets/cifar-100-binary";
-  return "";
-}
-
-// The first n samples of a reader's result (all of them when n is 0 or larger).
-ig::data::LabeledImages head(ig::data::LabeledImages d, int64_t n) {
-  if (n > 0 && n < d.images.size(0)) {
-    d.images = d.images.narrow(0, 0, n).contiguous();
-    d.labels = d.labels.narrow(0, 0, n).contiguous();
-  }
-  return d;
-}
-
 ig::data::LabeledImages read_files(const std::string& data, const std::string& dir, bool train) {
   if (data == "fashion-mnist") return ig::data::fashion_mnist(dir, train);
   if (data == "mnist") return ig::data::mnist(dir, train);
@@ -140,6 +123,22 @@ ig::data::LabeledImages read_path_data(const TrainOptions& o, std::string& dir) 
 
 }  // namespace
 
+std::string default_data_dir(const std::string& data) {
+  if (data == "fashion-mnist") return ig::data::kFashionMnistRoot;
+  if (data == "mnist") return "/usr/share/datasets/mnist";
+  if (data == "cifar10") return "/usr/share/datasets/cifar-10-batches-bin";
+  if (data == "cifar100") return "/usr/share/datasets/cifar-100-binary";
+  return "";
+}
+
+ig::data::LabeledImages first_samples(ig::data::LabeledImages d, int64_t n) {
+  if (n > 0 && n < d.images.size(0)) {
+    d.images = d.images.narrow(0, 0, n).contiguous();
+    d.labels = d.labels.narrow(0, 0, n).contiguous();
+  }
+  return d;
+}
+
 std::string check_data_spec(const std::string& spec) {
   for (const char* name : {"fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"})
     if (spec == name) return {};
@@ -219,9 +218,9 @@ TrainData load_train_data(const TrainOptions& o) {
           "--split official: --data {} has no official test set; use fractions such as "
           "--split 0.7,0.1,0.2",
           o.data));
-    pool = head(read_path_data(o, d.data_dir), o.limit);
+    pool = first_samples(read_path_data(o, d.data_dir), o.limit);
   } else {
-    d.data_dir = o.data_dir.empty() ? default_dir(o.data) : o.data_dir;
+    d.data_dir = o.data_dir.empty() ? default_data_dir(o.data) : o.data_dir;
     if (!fs::is_directory(d.data_dir))
       throw UsageError(fmt::format(
           "--data {}: data directory '{}' does not exist; pass --data-dir DIR{}",
@@ -230,15 +229,16 @@ TrainData load_train_data(const TrainOptions& o) {
           o.data == "fashion-mnist" ? " or install Debian's dataset-fashion-mnist package" : ""));
     // --limit takes the first N of the pool (train file first), so a small run reads only
     // what it needs from the training file.
-    ig::data::LabeledImages train = head(read(o.data, d.data_dir, true), o.limit);
+    ig::data::LabeledImages train = first_samples(read(o.data, d.data_dir, true), o.limit);
     if (official) {
       pool = std::move(train);
-      official_test = head(read(o.data, d.data_dir, false), o.limit);
+      official_test = first_samples(read(o.data, d.data_dir, false), o.limit);
     } else if (o.limit > 0 && train.images.size(0) >= o.limit) {
       pool = std::move(train);
     } else {
       ig::data::LabeledImages test =
-          head(read(o.data, d.data_dir, false), o.limit > 0 ? o.limit - train.images.size(0) : 0);
+          first_samples(read(o.data, d.data_dir, false),
+                        o.limit > 0 ? o.limit - train.images.size(0) : 0);
       pool = train;
       pool.images = ig::cat({train.images, test.images});
       pool.labels = ig::cat({train.labels, test.labels});

@@ -36,6 +36,12 @@ std::string data_label(const std::string& spec);
 /// Throws UsageError with the fix when it is neither.
 std::vector<double> parse_split(const std::string& split);
 
+/// Where a named data set's files are when --data-dir is not given (Debian's locations);
+/// "" for the path forms and synthetic.
+std::string default_data_dir(const std::string& data);
+/// The first n samples of a reader's result (all of them when n is 0 or larger).
+ignis::data::LabeledImages first_samples(ignis::data::LabeledImages d, int64_t n);
+
 /// Reads and splits the data set the options name; UsageError for a missing directory or a
 /// split the data set cannot do.
 TrainData load_train_data(const TrainOptions& o);

@@ -11,24 +11,6 @@
 
 namespace ignis::kernels {
 
-/// e^x for float within 2 ulp of the correctly rounded result over the whole range (1 ulp
-/// measured, with and without FMA contraction)
-/// (tests/ops/test_reduce.cpp measures it): inf above ln(FLT_MAX), subnormals rounded once,
-/// 0 below ln(2^-150), NaN stays NaN.
-/// Method: x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite split of ln2), e^r by a degree-7
-/// polynomial, then 2^n built in the exponent bits in two halves so 2^-150..2^150 never leaves
-/// the normal range before the final rounding.
-/// Overflow needs no test: 2^75 * 2^75 * p is already inf in float.
-IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_exp_in_range(float xc);
-
-IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_exp(float x) {
-  // Clamp to [-104, 104] so n stays in [-150, 150]; the clamped ends still overflow to inf or
-  // round to 0 as they should. One comparison only: two in a row let the compiler split the
-  // loop body into branches it then cannot vectorise (it may not speculate a float compare).
-  // A comparison with NaN is false, so NaN passes through.
-  return fast_exp_in_range(std::fabs(x) > 104.0f ? std::copysign(104.0f, x) : x);
-}
-
 /// fast_exp for |xc| <= 104 (or NaN), without the clamp: for callers that bound the argument
 /// themselves.
 IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_exp_in_range(float xc) {
@@ -54,6 +36,22 @@ IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_exp_in_range(float xc) {
   const float s1 = detail::bits_float(uint32_t(n1 + 127) << 23);
   const float s2 = detail::bits_float(uint32_t(n2 + 127) << 23);
   return p * s1 * s2;
+}
+
+/// e^x for float within 2 ulp of the correctly rounded result over the whole range (1 ulp
+/// measured, with and without FMA contraction)
+/// (tests/ops/test_reduce.cpp measures it): inf above ln(FLT_MAX), subnormals rounded once,
+/// 0 below ln(2^-150), NaN stays NaN.
+/// Method: x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite split of ln2), e^r by a degree-7
+/// polynomial, then 2^n built in the exponent bits in two halves so 2^-150..2^150 never leaves
+/// the normal range before the final rounding.
+/// Overflow needs no test: 2^75 * 2^75 * p is already inf in float.
+IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_exp(float x) {
+  // Clamp to [-104, 104] so n stays in [-150, 150]; the clamped ends still overflow to inf or
+  // round to 0 as they should. One comparison only: two in a row let the compiler split the
+  // loop body into branches it then cannot vectorise (it may not speculate a float compare).
+  // A comparison with NaN is false, so NaN passes through.
+  return fast_exp_in_range(std::fabs(x) > 104.0f ? std::copysign(104.0f, x) : x);
 }
 
 /// erfc(u) for u >= 0 (or NaN) in float, within 8 ulp (relative) wherever the result is a

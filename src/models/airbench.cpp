@@ -106,17 +106,16 @@ Tensor patch_covariance(const Tensor& images, int64_t k) {
   Tensor sum = zeros({features, features}, TensorOptions(kFloat64));
   const int64_t chunk = 256;
   for (int64_t start = 0; start < images.size(0); start += chunk) {
+    // In float64: the smallest eigen-directions (the ones whitening scales up most) lose
+    // visible precision when millions of float32 products are summed.
     const Tensor x = images.narrow(0, start, std::min(chunk, images.size(0) - start))
-                         .to(kFloat32);
+                         .to(kFloat64);
     std::vector<Tensor> shifted;
     for (int64_t dy = 0; dy < k; ++dy)
       for (int64_t dx = 0; dx < k; ++dx) shifted.push_back(x.narrow(2, dy, Ho).narrow(3, dx, Wo));
     // [n, C, k*k, Ho, Wo] -> [n, Ho, Wo, C, k*k] -> one row per patch.
     const Tensor patches = stack(shifted, 2).permute({0, 3, 4, 1, 2}).reshape({-1, features});
-    // float64 products: the smallest eigen-directions (the ones whitening scales up most)
-    // lose visible precision when millions of float32 products are summed.
-    const Tensor p64 = patches.to(kFloat64);
-    sum.add_(mm(p64.transpose(0, 1), p64).to(Device::cpu()));
+    sum.add_(mm(patches.transpose(0, 1), patches).to(Device::cpu()));
   }
   const int64_t n = images.size(0) * Ho * Wo;
   return n > 0 ? sum / double(n) : sum;
@@ -131,8 +130,7 @@ void AirbenchNet::init_whitening(const Tensor& images, double eps) {
   const int64_t k = config.whiten_kernel, features = config.in_channels * k * k;
   auto [eigenvalues, eigenvectors] = linalg_eigh(patch_covariance(images, k));
   const double* L = eigenvalues.data_ptr<double>();
-  const Tensor V = eigenvectors.contiguous();
-  const double* v = V.data_ptr<double>();
+  const double* v = eigenvectors.data_ptr<double>();  // row-major, contiguous
   // Row j of the first half: the eigenvector of the j-th largest eigenvalue, scaled.
   std::vector<double> filters(size_t(2 * features * features));
   for (int64_t j = 0; j < features; ++j) {

@@ -18,13 +18,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
+#if IGNIS_REFERENCE_HAVE_TORCH
+/// An empty folder of the system's temporary directory, named for this process.
+fs::path fresh_dir(const std::string& stem) {
+  const fs::path dir = fs::temp_directory_path() / (stem + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// Runs airbench_reference.py's `mode` (--dir or --steps) on `dir`; expects it to find no
+/// mismatch.
+void expect_pytorch_agrees(const std::string& mode, const fs::path& dir) {
+  const std::string cmd = std::string(IGNIS_PYTHON) + " " + IGNIS_AIRBENCH_SCRIPT + " " + mode +
+                          " " + dir.string() + " --bench " + IGNIS_BENCH_DIR;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "the PyTorch side found a mismatch: " << cmd;
+}
+#endif
+
 TEST(AirbenchReference, LogitsTtaAndWhiteningMatchPyTorch) {
 #if !IGNIS_REFERENCE_HAVE_TORCH
   GTEST_SKIP() << "PyTorch (python3-torch) not found at configure time";
 #else
-  fs::path dir = fs::temp_directory_path() / ("ignis_airbench_ref_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("ignis_airbench_ref_");
 
   manual_seed(7);
   models::AirbenchNet net;
@@ -49,9 +65,7 @@ TEST(AirbenchReference, LogitsTtaAndWhiteningMatchPyTorch) {
                      {"whiten_images", images.contiguous()}, {"whiten_weight", whiten_weight}},
        (dir / "ignis_io.safetensors").string());
 
-  const std::string cmd = std::string(IGNIS_PYTHON) + " " + IGNIS_AIRBENCH_SCRIPT + " --dir " +
-                          dir.string() + " --bench " + IGNIS_BENCH_DIR;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "the PyTorch side found a mismatch: " << cmd;
+  expect_pytorch_agrees("--dir", dir);
   fs::remove_all(dir);
 #endif
 }
@@ -64,9 +78,7 @@ TEST(AirbenchReference, RecipeStepsMatchPyTorch) {
 #if !IGNIS_REFERENCE_HAVE_TORCH
   GTEST_SKIP() << "PyTorch (python3-torch) not found at configure time";
 #else
-  fs::path dir = fs::temp_directory_path() / ("ignis_airbench_steps_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("ignis_airbench_steps_");
   manual_seed(11);
   models::AirbenchNet net;
   const Tensor base = randn({16, 1, 32, 32});
@@ -93,9 +105,7 @@ TEST(AirbenchReference, RecipeStepsMatchPyTorch) {
   save(io, (dir / "ignis_steps_io.safetensors").string());
   save(net, (dir / "ignis_final.safetensors").string());
 
-  const std::string cmd = std::string(IGNIS_PYTHON) + " " + IGNIS_AIRBENCH_SCRIPT + " --steps " +
-                          dir.string() + " --bench " + IGNIS_BENCH_DIR;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "the PyTorch side found a mismatch: " << cmd;
+  expect_pytorch_agrees("--steps", dir);
   fs::remove_all(dir);
 #endif
 }
