@@ -44,7 +44,7 @@ pack() {
     --exclude='*.bin' --exclude='*.pt' . 2>/dev/null && mv "$out/logs.tar.gz.part" "$out/logs.tar.gz"
 }
 trap pack EXIT
-trap 'pack; exit 143' TERM INT
+trap 'exit 143' TERM INT  # the EXIT trap packs
 # The first of the paths (a glob's matches) that exists, or nothing.
 first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; }
 started=$(date +%s)

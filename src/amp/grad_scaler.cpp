@@ -79,11 +79,8 @@ bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
   return found;
 }
 
-}  // namespace
-
-namespace {
-/// The growth options' rules, for the constructor and for a loaded state dict (`what` says
-/// which, e.g. "the saved growth_interval").
+/// The growth options' rules, for the constructor and for a loaded state dict (`prefix` says
+/// which, e.g. "the saved " before growth_interval).
 void check_growth_options(double growth_factor, double backoff_factor, double growth_interval,
                           const char* prefix) {
   IGNIS_CHECK(growth_factor > 1, ValueError, "[GradScaler] {}growth_factor must be > 1, got {}",

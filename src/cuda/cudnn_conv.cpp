@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -292,10 +293,12 @@ struct AlgoChoice {
 };
 
 /// The algorithms cuDNN lists as supported for key, best first, found once (by its
-/// heuristics, or timed in benchmark mode); run_first_that_works drops those that fail.
+/// heuristics, or timed in benchmark mode); run_first_that_works drops those that fail. Lists
+/// are shared, never changed in place: a convolution pass takes a reference, not a copy.
+using AlgoList = std::shared_ptr<const std::vector<AlgoChoice>>;
 struct AlgoCache {
   std::mutex mu;
-  std::map<AlgoKey, std::vector<AlgoChoice>> lists;
+  std::map<AlgoKey, AlgoList> lists;
 };
 AlgoCache& algo_cache() {
   static AlgoCache cache;
@@ -303,13 +306,13 @@ AlgoCache& algo_cache() {
 }
 
 template <class Find>
-std::vector<AlgoChoice> cached_algos(const AlgoKey& key, const Find& find) {
+AlgoList cached_algos(const AlgoKey& key, const Find& find) {
   AlgoCache& c = algo_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     if (auto it = c.lists.find(key); it != c.lists.end()) return it->second;
   }
-  std::vector<AlgoChoice> found = find();
+  AlgoList found = std::make_shared<const std::vector<AlgoChoice>>(find());
   std::lock_guard<std::mutex> lock(c.mu);
   return c.lists.emplace(key, std::move(found)).first->second;
 }
@@ -340,7 +343,8 @@ void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& can
       if (i > 0) {
         AlgoCache& c = algo_cache();
         std::lock_guard<std::mutex> lock(c.mu);
-        c.lists[key].assign(candidates.begin() + std::ptrdiff_t(i), candidates.end());
+        c.lists[key] = std::make_shared<const std::vector<AlgoChoice>>(
+            candidates.begin() + std::ptrdiff_t(i), candidates.end());
       }
       return;
     }
@@ -456,7 +460,7 @@ struct FilterGradientCalls {
 template <class Calls>
 void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device device,
               const void* a, const void* b, void* out, const char* op) {
-  const std::vector<AlgoChoice> choices = cached_algos(key, [&] {
+  const AlgoList choices = cached_algos(key, [&] {
     typename Calls::Perf perf[kMaxAlgos];
     int n = 0;
     IGNIS_CUDNN_CHECK(Calls::heuristics(h, d, &n, perf), op);
@@ -466,7 +470,7 @@ void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device
     IGNIS_CUDNN_CHECK(Calls::find(h, d, a, b, out, &n, perf, data_or_null(ws), wsb), op);
     return supported(perf, n, op);  // sorted by time
   });
-  run_first_that_works(key, choices, [&](const AlgoChoice& c) {
+  run_first_that_works(key, *choices, [&](const AlgoChoice& c) {
     d.conv.use(c.math, dtype, op);
     size_t bytes = 0;
     const cudnnStatus_t sized = Calls::workspace_size(h, d, c.algo, &bytes);
