@@ -261,9 +261,10 @@ if want airbench; then
     say "- airbench94 (Ignis and the PyTorch twin on CIFAR-10): exit $? in at most $t s (airbench.md, airbench/)"
     pack
     grep -E '^\||^airbench' "$work/airbench.md" | tee -a "$summary"
-    # Each finished Ignis run's own line, also when the comparison was cut short.
-    grep -hE 'test accuracy with TTA|TFLOP/s' "$work"/airbench/ignis-*.log 2>/dev/null | sed 's/^/  ignis: /' |
-      tee -a "$summary"
+    # Each finished Ignis run's own lines (ignis-N: the captured step; ignis-eager-N:
+    # --cuda-graphs off), also when the comparison was cut short.
+    grep -E 'test accuracy with TTA|TFLOP/s' "$work"/airbench/ignis-*.log 2>/dev/null |
+      sed 's|^.*/||; s/^/  /' | tee -a "$summary"
   fi
 fi
 

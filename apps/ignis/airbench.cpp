@@ -115,6 +115,7 @@ struct RunResult {
   double tta_accuracy = 0, seconds = 0;
   double train_seconds = 0;   ///< the timed training epochs alone
   int64_t samples_trained = 0;
+  bool cuda_graph = false;  ///< the last epoch's steps replayed a CUDA graph
   std::vector<json> epochs;
 };
 
@@ -122,7 +123,8 @@ struct RunResult {
 RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImages& train,
                      const ig::data::LabeledImages& test, const Recipe& r, double epochs,
                      int64_t batch, uint64_t seed, const TrainAmp& amp,
-                     const ig::Device& device, int64_t max_steps, bool report) {
+                     const ig::Device& device, bool cuda_graph, int64_t max_steps,
+                     bool report) {
   SectionTimer timer(device);
   timer.start();
   model.init_whitening(normalise(train.images.narrow(0, 0, std::min(r.whiten_images,
@@ -148,6 +150,7 @@ RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImag
 
   ig::models::Airbench94Options options;
   if (amp.autocast_enabled()) options.autocast = amp.dtype();
+  options.cuda_graph = cuda_graph;
   ig::models::Airbench94Trainer trainer(model, batch, total_steps, options);
 
   RunResult result;
@@ -168,6 +171,7 @@ RunResult train_once(ig::models::AirbenchNet& model, const ig::data::LabeledImag
     }
     timer.stop();
     result.train_seconds += timer.seconds() - before;
+    result.cuda_graph = trainer.step_in_cuda_graph();
     if (!report) continue;
     // Untimed: the last batch's loss and accuracy, and the test accuracy without TTA.
     const double batch_loss = last.loss.item<double>() / double(labels.size(0));
@@ -203,6 +207,8 @@ int run_airbench(TrainOptions o) {
   // cuDNN's bf16 convolutions are fastest in NHWC, as the record's PyTorch code runs them; on
   // the CPU oneDNN picks its own layout, so there the flag decides.
   if (device.is_cuda()) o.channels_last = true;
+  // The step replays a CUDA graph unless --cuda-graphs off (models::Airbench94Options).
+  const bool cuda_graph = device.is_cuda() && o.cuda_graphs == "auto";
   if (o.amp == "fp16")
     throw UsageError("--preset airbench94 runs without a loss scaler: use --amp bf16 or off");
   const double epochs = o.epochs_exact > 0 ? o.epochs_exact : r.epochs;
@@ -247,9 +253,10 @@ int run_airbench(TrainOptions o) {
                        {"test_samples", test.images.size(0)},
                        {"started_at", timestamp()}};
   RunDir run(o.out, config, /*resume=*/false);
-  fmt::print("recipe  airbench94: {} epochs of {} training images, batch {}, amp {}{}\n",
+  fmt::print("recipe  airbench94: {} epochs of {} training images, batch {}, amp {}{}{}\n",
              epochs, train.images.size(0), o.batch_size, o.amp,
-             o.channels_last ? ", channels-last" : "");
+             o.channels_last ? ", channels-last" : "",
+             cuda_graph ? ", step in a CUDA graph" : "");
   fmt::print("run     {}\n", o.out);
 
   // Warm-up (not timed): a throwaway model takes a few steps, so that cuDNN's algorithm
@@ -257,7 +264,7 @@ int run_airbench(TrainOptions o) {
   {
     ig::manual_seed(o.seed + 1000003);
     auto warm = make_net();
-    train_once(*warm, train, test, r, epochs, o.batch_size, o.seed, amp, device,
+    train_once(*warm, train, test, r, epochs, o.batch_size, o.seed, amp, device, cuda_graph,
                device.is_cuda() ? 20 : 2, false);
   }
 
@@ -266,7 +273,8 @@ int run_airbench(TrainOptions o) {
   fmt::print("{:>5} {:>10} {:>9} {:>13} {:>9}\n", "epoch", "train_loss", "train_acc",
              "test_acc", "seconds");
   const RunResult result =
-      train_once(*model, train, test, r, epochs, o.batch_size, o.seed, amp, device, 0, true);
+      train_once(*model, train, test, r, epochs, o.batch_size, o.seed, amp, device, cuda_graph,
+                 0, true);
   fmt::print("test accuracy with TTA {:.4f} in {:.3f} s (timed: whitening, training, final "
              "evaluation)\n",
              result.tta_accuracy, result.seconds);
@@ -287,7 +295,8 @@ int run_airbench(TrainOptions o) {
                      {"train_flops", train_flops},
                      {"train_tflop_per_s", tflops},
                      {"epochs", epochs},
-                     {"device", device.str()}});
+                     {"device", device.str()},
+                     {"cuda_graph", result.cuda_graph}});
   run.write_metrics(records);
   ig::save(*model, run.file("model.safetensors"),
            {{"model", "airbench"}, {"preset", "airbench94"}, {"data", "cifar10"}});

@@ -289,7 +289,8 @@ void add_train_options(CLI::App& train, ignis_cli::TrainOptions& o) {
 std::string preset_conflict(const CLI::App& train, const ignis_cli::TrainOptions& o) {
   static const char* const kTaken[] = {"--preset", "--data-dir", "--device", "--seed",
                                        "--out", "--limit", "--epochs", "--batch-size",
-                                       "--amp", "--channels-last", "--config"};
+                                       "--amp", "--channels-last", "--cuda-graphs",
+                                       "--config"};
   for (const CLI::Option* option : train.get_options()) {
     if (option->count() == 0 || option->get_lnames().empty()) continue;
     const std::string flag = "--" + option->get_lnames().front();
@@ -315,7 +316,6 @@ std::string preset_conflict(const CLI::App& train, const ignis_cli::TrainOptions
       {o.early_stop != d.early_stop, "--early-stop"},
       {o.on_nonfinite != d.on_nonfinite, "--on-nonfinite"},
       {o.detect_anomaly, "--detect-anomaly"},
-      {o.cuda_graphs != d.cuda_graphs, "--cuda-graphs"},
       {o.sync_bn, "--sync-bn"},
       {o.checkpoint_every != d.checkpoint_every, "--checkpoint-every"},
       {!o.resume.empty(), "--resume"},

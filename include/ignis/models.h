@@ -16,6 +16,10 @@
 #include "ignis/optim/lr_scheduler.h"
 #include "ignis/optim/sgd.h"
 
+namespace ignis::cuda {
+class CapturedStep;  // ignis/cuda_graph.h
+}  // namespace ignis::cuda
+
 namespace ignis::models {
 
 struct MLPConfig {
@@ -164,6 +168,11 @@ struct Airbench94Options {
   int64_t lookahead_every = 5;
   double warmup_fraction = 0.23, start_factor = 0.2, end_factor = 0.07;
   std::optional<DType> autocast;  ///< the forward pass's low dtype (amp::autocast), or none
+  /// On a CUDA device, the step's forward, loss, backward and SGD update are captured into a
+  /// CUDA graph after a few eager steps and replayed (cuda::capture_step); the schedule and
+  /// the lookahead run between replays, and the graph is captured anew when the whitening
+  /// bias stops training. A step the graph cannot hold says so in one line and runs eagerly.
+  bool cuda_graph = true;
 };
 
 /// Keller Jordan's airbench94 training procedure for an AirbenchNet whose whitening layer is
@@ -192,19 +201,27 @@ class Airbench94Trainer {
   /// schedule; after every lookahead_every-th step the weights (and batch-norm statistics)
   /// move onto their moving average with decay 0.95^lookahead_every (step / total)^3
   /// (optim::EmaLookahead), and after the last step onto the average itself (decay 1).
+  /// From a CUDA graph (options.cuda_graph), loss and logits are float32 views of the graph's
+  /// output, without autograd history, overwritten by the next step.
   StepResult step(const Tensor& x, const Tensor& y);
+  /// True while the steps replay a captured CUDA graph.
+  bool step_in_cuda_graph() const;
   int64_t steps_taken() const { return step_; }
   /// The schedule's lr factor after `step` steps.
   double lr_factor(int64_t step) const;
   optim::SGD& optimizer() { return *sgd_; }
 
  private:
+  /// Forward and loss (under autocast when set), backward, SGD: what a CUDA graph holds.
+  Tensor optimize(const Tensor& x, const Tensor& y, Tensor& logits);
+
   AirbenchNet& model_;
   Airbench94Options options_;
   int64_t total_steps_, warmup_steps_, step_ = 0;
   std::unique_ptr<optim::SGD> sgd_;
   std::unique_ptr<optim::LambdaLR> schedule_;
   std::unique_ptr<optim::EmaLookahead> lookahead_;
+  std::unique_ptr<cuda::CapturedStep> graphed_;  // made on the first CUDA step
 };
 
 /// airbench's test-time augmentation: the logits of `model` averaged over views of the image

@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 #include "ignis/amp.h"
+#include "ignis/autograd.h"
+#include "ignis/cuda_graph.h"
 #include "ignis/models.h"
 #include "ignis/nn/functional.h"
 
@@ -50,23 +52,49 @@ double Airbench94Trainer::lr_factor(int64_t step) const {
 }
 
 void Airbench94Trainer::begin_epoch(int64_t epoch) {
-  model_.whiten.bias.requires_grad_(epoch < options_.whiten_bias_epochs);
+  const bool bias_trains = epoch < options_.whiten_bias_epochs;
+  // A captured step keeps updating what trained when it was captured: capture anew.
+  if (model_.whiten.bias.requires_grad() != bias_trains) graphed_.reset();
+  model_.whiten.bias.requires_grad_(bias_trains);
   model_.train();
 }
 
-Airbench94Trainer::StepResult Airbench94Trainer::step(const Tensor& x, const Tensor& y) {
-  StepResult r;
+Tensor Airbench94Trainer::optimize(const Tensor& x, const Tensor& y, Tensor& logits) {
+  Tensor loss;
   {
     amp::autocast cast(options_.autocast.value_or(kBFloat16), options_.autocast.has_value());
-    r.logits = model_(x);
-    r.loss = nn::functional::cross_entropy(
-        r.logits, y,
+    logits = model_(x);
+    loss = nn::functional::cross_entropy(
+        logits, y,
         {.label_smoothing = options_.label_smoothing,
          .reduction = nn::functional::Reduction::Sum});
   }
   sgd_->zero_grad(true);
-  r.loss.backward();
+  loss.backward();
   sgd_->step();
+  return loss;
+}
+
+Airbench94Trainer::StepResult Airbench94Trainer::step(const Tensor& x, const Tensor& y) {
+  StepResult r;
+  if (options_.cuda_graph && x.device().is_cuda()) {
+    // The graph has one output: [loss, the logits' values], float32.
+    if (!graphed_)
+      graphed_ = std::make_unique<cuda::CapturedStep>(
+          [this](const Tensor& xb, const Tensor& yb) {
+            Tensor logits;
+            const Tensor loss = optimize(xb, yb, logits);
+            NoGradGuard plain;
+            return cat({loss.detach().to(kFloat32).reshape({1}),
+                        logits.detach().to(kFloat32).reshape({-1})});
+          },
+          cuda::CaptureOptions{});
+    const Tensor out = (*graphed_)(x, y);
+    r.loss = out[0];
+    r.logits = out.narrow(0, 1, out.size(0) - 1).view({x.size(0), -1});
+  } else {
+    r.loss = optimize(x, y, r.logits);
+  }
   schedule_->step();
   ++step_;
   if (step_ % options_.lookahead_every == 0) {
@@ -78,5 +106,7 @@ Airbench94Trainer::StepResult Airbench94Trainer::step(const Tensor& x, const Ten
   if (r.done) lookahead_->update(1.0);
   return r;
 }
+
+bool Airbench94Trainer::step_in_cuda_graph() const { return graphed_ && graphed_->captured(); }
 
 }  // namespace ignis::models
