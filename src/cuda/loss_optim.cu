@@ -5,20 +5,22 @@
 //
 // Cross-entropy forward: a warp per row (max, exp and the sum of exp in double, the softmax
 // kept for backward, the row's loss), then one block sums the rows' losses and weights in
-// double. The slot returns the mean's divisor and the first bad target row to the host, so
-// the forward ends with one copy back and a wait on the stream, except while a CUDA graph is
-// captured: then both stay on the device and the backward reads the divisor there.
+// double. The mean's divisor stays on the device, where the backward reads it, and the first
+// out-of-range target is reported after the fact (Note [Deferred kernel errors]), so the
+// forward never waits for the GPU.
 // SGD reads its learning rate and momentum from the device when given them
 // (values_on_device), so a graph replays with the scheduler's current values.
 #include <cuda_runtime.h>
+
+#include <fmt/format.h>
 
 #include <cstdint>
 
 #include "core/graph_capture.h"
 #include "core/tensor_impl.h"
+#include "cuda/deferred_errors.h"
 #include "cuda/launch.cuh"
 #include "cuda/nn_common.cuh"
-#include "ignis/cuda_graph.h"
 #include "kernels/cross_entropy_math.h"
 #include "kernels/sgd_math.h"
 #include "ops/loss_kernels.h"
@@ -94,6 +96,9 @@ __global__ void __launch_bounds__(1024) cross_entropy_reduce(
     const double* __restrict__ row_weight,
     T* __restrict__ out,
     double* weight_sum,
+    const unsigned long long* bad,
+    const int64_t* __restrict__ target,
+    KernelReport* report,
     int64_t n,
     LossReduction reduction) {
   double total = 0, wsum = 0;
@@ -106,6 +111,11 @@ __global__ void __launch_bounds__(1024) cross_entropy_reduce(
   wsum = block_sum(wsum);
   if (threadIdx.x != 0) return;
   *weight_sum = wsum;
+  if (report) {  // the first out-of-range row and its target, read after the fact
+    const unsigned long long b = *bad;
+    report->value = b == ~0ull ? 0 : static_cast<long long>(target[b]);
+    report->index = b;
+  }
   if (reduction == LossReduction::Sum) out[0] = T(total);
   if (reduction == LossReduction::Mean) out[0] = T(total / wsum);
 }
@@ -114,13 +124,18 @@ template <class T>
 void forward(CrossEntropyForward& a) {
   const char* op = "cross_entropy";
   const int dev = device_of(a.logits, op);
+  IGNIS_CHECK(a.device_stats, Error, "[{}] the CUDA kernel needs device_stats", op);
   LaunchOn on(Device::cuda(dev));
-  // Scratch: row losses, row weights, the divisor (doubles) and the bad-row minimum (the
-  // last two in the caller's device_stats when given).
-  Tensor scratch = ignis::detail::make_tensor({2 * a.n + 2}, kFloat64, Device::cuda(dev));
+  // Out-of-range targets are reported after the fact (Note [Deferred kernel errors]), except
+  // inside a CUDA graph capture, where nothing reports them.
+  const bool capturing = ignis::detail::capture_underway();
+  KernelReport* report = capturing ? nullptr : take_report(dev);
+  // Scratch: row losses and row weights (doubles); the divisor and the bad-row minimum go to
+  // the caller's device_stats.
+  Tensor scratch = ignis::detail::make_tensor({2 * a.n}, kFloat64, Device::cuda(dev));
   double* row_loss = scratch.data_ptr<double>();
   double* row_weight = row_loss + a.n;
-  double* weight_sum = a.device_stats ? a.device_stats : row_weight + a.n;
+  double* weight_sum = a.device_stats;
   auto* bad = reinterpret_cast<unsigned long long*>(weight_sum + 1);
   IGNIS_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(*bad), on.stream), op);
   if (a.n > 0) {
@@ -140,26 +155,18 @@ void forward(CrossEntropyForward& a) {
     IGNIS_CUDA_CHECK_LAUNCH(op);
   }
   cross_entropy_reduce<T><<<1, 1024, 0, on.stream>>>(
-      row_loss, row_weight, static_cast<T*>(a.out), weight_sum, a.n, a.reduction);
+      row_loss, row_weight, static_cast<T*>(a.out), weight_sum, bad, a.target, report, a.n,
+      a.reduction);
   IGNIS_CUDA_CHECK_LAUNCH(op);
-  if (ignis::detail::capture_underway()) {
-    IGNIS_CHECK(
-        a.device_stats,
-        CaptureError,
-        "[{}] reads its divisor back to the host, which a CUDA graph cannot capture",
-        op);
-    a.stats_on_device = true;
-    return;
-  }
-  struct {
-    double weight_sum;
-    unsigned long long bad;
-  } host{};
-  IGNIS_CUDA_CHECK(
-      cudaMemcpyAsync(&host, weight_sum, sizeof(host), cudaMemcpyDeviceToHost, on.stream), op);
-  IGNIS_CUDA_CHECK(cudaStreamSynchronize(on.stream), op);
-  a.weight_sum = host.weight_sum;
-  a.bad_row = host.bad == ~0ull ? -1 : int64_t(host.bad);
+  if (report)
+    watch_report(dev, report, on.stream, [c = a.c, n = a.n](const KernelReport& r) {
+      return fmt::format(
+          "[cross_entropy] target {} is out of range for {} classes (row {} of {}; found on the "
+          "GPU and reported at the first check after that call)",
+          r.value, c, r.index, n);
+    });
+  // The backward reads the divisor where the kernel left it: no wait for the GPU here.
+  a.stats_on_device = true;
 }
 
 /// w_all = the sum of the class weights (read by the smoothing term only).

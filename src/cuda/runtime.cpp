@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/deferred_errors.h"
 #include "ignis/cuda.h"
 
 namespace ignis::cuda {
@@ -89,6 +90,7 @@ void synchronize(int index) {
   detail::require_device(index, "synchronize");
   detail::DeviceGuard guard(index);
   IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
+  detail::raise_kernel_errors(index);
 }
 
 void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }

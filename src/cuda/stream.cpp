@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/deferred_errors.h"
 #include "ignis/cuda.h"
 
 namespace ignis::cuda {
@@ -57,6 +58,7 @@ Stream Stream::create(int device) {
 
 void Stream::synchronize() const {
   IGNIS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), "Stream::synchronize");
+  detail::raise_kernel_errors(device_);
 }
 
 bool Stream::query() const {
@@ -123,6 +125,7 @@ void Event::record(const Stream& stream) {
 
 void Event::synchronize() const {
   if (impl_->event) IGNIS_CUDA_CHECK(cudaEventSynchronize(impl_->event), "Event::synchronize");
+  detail::raise_kernel_errors(-1);
 }
 
 bool Event::query() const {

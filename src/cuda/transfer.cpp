@@ -6,7 +6,8 @@
 //     by the stream (the pinned cache reuses it only after the copy) and, unless
 //     non_blocking, the stream is synchronised.
 //   device -> host: synchronised (the caller reads the result next), except into pinned
-//     memory with non_blocking, where the caller must synchronise the stream itself.
+//     memory with non_blocking, where the caller must synchronise the stream itself; after
+//     the wait, errors kernels reported since are raised (Note [Deferred kernel errors]).
 //   device -> device: the destination's stream waits for the source's work, copies, and the
 //     source's stream then waits for the copy (so the source's memory is not reused early).
 #include "core/dispatch.h"
@@ -14,6 +15,7 @@
 #include "core/tensor_impl.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/deferred_errors.h"
 
 namespace ignis::cuda::detail {
 namespace {
@@ -54,10 +56,12 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
     DeviceGuard guard(sd.index);
     cudaStream_t stream = current_cuda_stream(sd.index);
     IGNIS_CUDA_CHECK(cudaMemcpyAsync(d, s, nbytes, cudaMemcpyDeviceToHost, stream), kOp);
-    if (non_blocking && dst.is_pinned())
+    if (non_blocking && dst.is_pinned()) {
       record_storage_stream(dst.impl()->storage->data, dd, true, stream);
-    else
+    } else {
       IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream), kOp);
+      raise_kernel_errors(sd.index);  // a synchronisation: the device's reports are final
+    }
     return;
   }
   // Two devices (the same device never comes here: copy_kernel handles it).

@@ -82,7 +82,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
                                                   : make_tensor({}, x.dtype(), x.device());
   f.prob = prob.data_ptr();
   f.out = out.data_ptr();
-  // A device kernel leaves the divisor here (and only here during a CUDA graph capture).
+  // A device kernel leaves the divisor here, and reports bad targets later by itself.
   Tensor stats = x.is_cpu() ? Tensor() : make_tensor({2}, kFloat64, x.device());
   if (stats.defined()) f.device_stats = stats.data_ptr<double>();
   cross_entropy_forward_kernel.get(x.device())(f);

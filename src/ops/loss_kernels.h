@@ -31,12 +31,13 @@ struct CrossEntropyForward : CrossEntropyArgs {
   const void* logits = nullptr;  // contiguous [n, c]
   void* prob = nullptr;       // out: [n, c] softmax of each row (kept for backward)
   void* out = nullptr;        // out: [n] per-row losses (None) or the one reduced value
-  double weight_sum = 0;      // out: sum of w_t over rows not ignored (the mean's divisor)
-  int64_t bad_row = -1;       // out: first row whose target is out of range, or -1
+  double weight_sum = 0;      // out (CPU): sum of w_t over rows not ignored (the mean's divisor)
+  int64_t bad_row = -1;       // out (CPU): first row whose target is out of range, or -1
   // Device kernels: two float64 on the logits' device that receive the divisor and the bad
-  // row's bits (~0 for none). While a CUDA graph is captured no read-back is possible: the
-  // kernel then leaves weight_sum and bad_row unset and says so in stats_on_device, and the
-  // backward reads the divisor from device_stats (out-of-range targets go unreported).
+  // row's bits (~0 for none). A device kernel does not wait for its results: it leaves
+  // weight_sum and bad_row unset and says so in stats_on_device, the backward reads the
+  // divisor from device_stats, and an out-of-range target is raised later by the device
+  // (the CUDA backend's Note [Deferred kernel errors]; not at all inside a CUDA graph).
   double* device_stats = nullptr;
   bool stats_on_device = false;  // out
 };

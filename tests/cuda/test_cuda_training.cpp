@@ -5,6 +5,7 @@
 // other orders, so agreement is to ~1e-5 relative per op, looser after several steps).
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "cuda/cuda_test_util.h"
 #include "ignis/amp.h"
@@ -57,11 +58,59 @@ TEST(CudaLoss, FusedCrossEntropyAndItsGradientMatchTheCpu) {
           EXPECT_TRUE(matches_cpu(wgg, wgc, tol, tol)) << tag << " 3000 classes gradient";
         }
   }
-  // A target out of range is an IndexError naming it, as on the CPU.
+  // A target out of range is an IndexError naming it, as on the CPU, raised at the first
+  // synchronisation after the call (Note [Deferred kernel errors]); once raised it is gone and
+  // the device keeps working.
   Tensor out_of_range = target.clone();
   out_of_range.narrow(0, 9, 1).fill_(Scalar(int64_t(C + 3)));
-  EXPECT_THROW(
-      nn::functional::cross_entropy(logits.to(kGpu, kFloat32), out_of_range.to(kGpu)), IndexError);
+  out_of_range.narrow(0, 20, 1).fill_(Scalar(int64_t(-5)));
+  const Tensor bad =
+      nn::functional::cross_entropy(logits.to(kGpu, kFloat32), out_of_range.to(kGpu));
+  std::string message;
+  try {
+    (void)bad.item<double>();
+  } catch (const IndexError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("target 14 is out of range for 11 classes (row 9 of 37"),
+            std::string::npos)
+      << message;
+  const Tensor good = nn::functional::cross_entropy(logits.to(kGpu, kFloat32), target.to(kGpu));
+  EXPECT_NO_THROW(cuda::synchronize());
+  EXPECT_TRUE(matches_cpu(good, nn::functional::cross_entropy(logits, target), 2e-5, 2e-5));
+  // Stream::synchronize raises it too; and when nothing synchronises (the stream only
+  // polled), the next cross-entropy call does, before queueing anything.
+  const Tensor bad_logits = logits.to(kGpu, kFloat32), bad_target = out_of_range.to(kGpu);
+  (void)nn::functional::cross_entropy(bad_logits, bad_target);
+  EXPECT_THROW(cuda::current_stream().synchronize(), IndexError);
+  (void)nn::functional::cross_entropy(bad_logits, bad_target);
+  while (!cuda::current_stream().query()) {
+  }
+  EXPECT_THROW(nn::functional::cross_entropy(bad_logits, target.to(kGpu)), IndexError);
+  EXPECT_NO_THROW(nn::functional::cross_entropy(bad_logits, target.to(kGpu)).item<double>());
+}
+
+// The eager forward queues its kernels and returns without waiting for the GPU (the divisor
+// of the mean stays on the device): with a few seconds of matrix products queued ahead, the
+// loss and its gradient are queued while the stream is still busy, and are right once it is
+// done.
+TEST(CudaLoss, CrossEntropyDoesNotWaitForTheGpu) {
+  IGNIS_REQUIRE_CUDA();
+  const Tensor logits = random_tensor({64, 10}, -3, 3, 7);
+  const Tensor target = randint(0, 10, {64});
+  const Tensor a = randn({8192, 8192}, {kFloat32, kGpu}) * (1.0 / 90.5);
+  Tensor busy = a;
+  for (int i = 0; i < 8; ++i) busy = matmul(busy, a);  // ~8 x 22 ms of float32 products
+  Tensor x = logits.to(kGpu).requires_grad_();
+  const Tensor loss = nn::functional::cross_entropy(x, target.to(kGpu));
+  loss.backward();
+  EXPECT_FALSE(cuda::current_stream().query()) << "the loss waited for the queued products";
+  Tensor xc = logits.clone().requires_grad_();
+  const Tensor expected = nn::functional::cross_entropy(xc, target);
+  expected.backward();
+  EXPECT_TRUE(matches_cpu(loss, expected, 2e-5, 2e-5));
+  EXPECT_TRUE(matches_cpu(x.grad(), xc.grad(), 2e-5, 2e-5));
+  EXPECT_TRUE(std::isfinite(busy.abs().max().item<double>()));
 }
 
 TEST(CudaOptim, FusedSgdMatchesTheCpuOverSteps) {
