@@ -548,10 +548,10 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
 void register_nn_cpu() {
   using namespace detail;
   batch_norm_forward_kernel.set(DeviceType::CPU, [](const BatchNormArgs& a) {
-    visit_batch_norm_input(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
+    visit_floating_storage(a.input.dtype(), [&]<class T>() { batch_norm_forward<T>(a); });
   });
   batch_norm_backward_kernel.set(DeviceType::CPU, [](const BatchNormBackwardArgs& a) {
-    visit_batch_norm_input(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
+    visit_floating_storage(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
   });
   row_norm_forward_kernel.set(DeviceType::CPU, [](const RowNormArgs& a) {
     visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });

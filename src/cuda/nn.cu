@@ -10,12 +10,14 @@
 //     thread per input element summing the outputs whose windows hold it in (oh, ow) order
 //     as the CPU's scatter does (no atomics, no dependence on scheduling); max-pool's
 //     backward scatters with atomics (its slot has the argmax indices but not the window).
+//     Max pooling also runs on bf16/float16 elements as they are (no float32 copies).
 // Threads walk tensors in their memory order (NCHW or channels-last) so loads coalesce.
 // A bf16/float16 input stays 16-bit with float32 parameters and statistics (Note [Batch norm
 // on 16-bit inputs]): elements are T, per-channel values BnParam<T>.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/tensor_impl.h"
 #include "cuda/launch.cuh"
@@ -529,16 +531,18 @@ __global__ void max_pool_forward(
     int64_t w0 = ow * p.sw - p.pw;
     const int64_t w1 = min(w0 + (p.kw - 1) * p.dw + 1, W);
     while (w0 < 0) w0 += p.dw;
-    // The first valid tap is the default; a later value wins when greater, or NaN.
+    // The first valid tap is the default; a later value wins when greater, or NaN. 16-bit
+    // values compare as float (exactly: the maximum is one of them).
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     int64_t best = h0 * W + w0;
-    T m = -INFINITY;
+    C m = -INFINITY;
     const T* xp = x + xd.plane(n, c);
     for (int64_t h = h0; h < h1; h += p.dh)
       for (int64_t w = w0; w < w1; w += p.dw) {
-        const T v = xp[xd.at(h, w)];
+        const C v = C(xp[xd.at(h, w)]);
         if (v > m || v != v) m = v, best = h * W + w;
       }
-    y[yd.plane(n, c) + yd.at(oh, ow)] = m;
+    y[yd.plane(n, c) + yd.at(oh, ow)] = T(m);
     ix[id.plane(n, c) + id.at(oh, ow)] = best;
   }
 }
@@ -554,7 +558,9 @@ __device__ __forceinline__ void outputs_holding(
 
 /// Scatter: grad_input (zeroed first) at each output's argmax += its gradient. The slot
 /// carries no window, so the gather of the other backwards is not possible here; windows may
-/// overlap, hence atomics (the order of the few additions into one element may vary).
+/// overlap, hence atomics (the order of the few additions into one element may vary). 16-bit
+/// tensors come only with disjoint windows (the slot's contract): each argmax is a different
+/// element, stored without an atomic.
 template <class T>
 __global__ void max_pool_backward(
     const T* __restrict__ g,
@@ -568,7 +574,11 @@ __global__ void max_pool_backward(
     int64_t n, c, oh, ow;
     gd.coords(i, n, c, oh, ow);
     const int64_t k = ix[id.plane(n, c) + id.at(oh, ow)];
-    atomicAdd(gi + xd.plane(n, c) + xd.at(k / xd.w, k % xd.w), g[gd.plane(n, c) + gd.at(oh, ow)]);
+    T* to = gi + xd.plane(n, c) + xd.at(k / xd.w, k % xd.w);
+    if constexpr (sizeof(T) == 2)
+      *to = g[gd.plane(n, c) + gd.at(oh, ow)];
+    else
+      atomicAdd(to, g[gd.plane(n, c) + gd.at(oh, ow)]);
   }
 }
 
@@ -677,12 +687,18 @@ __global__ void adaptive_backward(const T* __restrict__ g, Dims4 gd, T* __restri
   }
 }
 
-/// Launches kernel over `work` elements (a no-op for none) with T picked from `like`.
-template <class Launch>
+/// Launches kernel over `work` elements (a no-op for none) with T picked from `like`: float
+/// or double, and with k16Bit also BFloat16 and Half (max pooling, which only compares and
+/// moves elements).
+template <bool k16Bit = false, class Launch>
 void launch_pool(const Tensor& like, int64_t work, const char* op, const Launch& launch) {
   if (work == 0) return;
   LaunchOn on(like.device());
-  visit_float_or_double(like.dtype(), [&]<class T>() { launch.template operator()<T>(on.stream); });
+  const auto run = [&]<class T>() { launch.template operator()<T>(on.stream); };
+  if constexpr (k16Bit)
+    ignis::detail::visit_floating_storage(like.dtype(), run);
+  else
+    visit_float_or_double(like.dtype(), run);
   IGNIS_CUDA_CHECK_LAUNCH(op);
 }
 
@@ -691,7 +707,7 @@ bool cl(const Tensor& t) { return ignis::detail::is_channels_last(t); }
 void max_pool2d_forward(
     const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
   const Dims4 yd = dims_of(out, cl(out));
-  launch_pool(in, yd.numel(), "max_pool2d", [&]<class T>(cudaStream_t s) {
+  launch_pool<true>(in, yd.numel(), "max_pool2d", [&]<class T>(cudaStream_t s) {
     max_pool_forward<T><<<grid_for(yd.numel()), kThreads, 0, s>>>(
         ptr<T>(in),
         dims_of(in, cl(in)),
@@ -716,7 +732,7 @@ void max_pool2d_backward(const Tensor& go, const Tensor& idx, const Tensor& gi) 
         "max_pool2d_backward");
   }
   const Dims4 gd = dims_of(go, cl(go));
-  launch_pool(gi, gd.numel(), "max_pool2d_backward", [&]<class T>(cudaStream_t s) {
+  launch_pool<true>(gi, gd.numel(), "max_pool2d_backward", [&]<class T>(cudaStream_t s) {
     max_pool_backward<T><<<grid_for(gd.numel()), kThreads, 0, s>>>(
         ptr<T>(go), gd, ptr<int64_t>(idx), dims_of(idx, cl(idx)), ptr<T>(gi), dims_of(gi, cl(gi)));
   });
@@ -759,13 +775,13 @@ void register_nn() {
   using namespace ignis::detail;
   batch_norm_forward_kernel.set(DeviceType::CUDA, [](const BatchNormArgs& a) {
     if (a.c == 0) return;
-    visit_batch_norm_input(a.input.dtype(), [&]<class T>() {
+    visit_floating_storage(a.input.dtype(), [&]<class T>() {
       with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_forward<T, I>(a); });
     });
   });
   batch_norm_backward_kernel.set(DeviceType::CUDA, [](const BatchNormBackwardArgs& a) {
     if (a.c == 0) return;
-    visit_batch_norm_input(a.input.dtype(), [&]<class T>() {
+    visit_floating_storage(a.input.dtype(), [&]<class T>() {
       with_index_type(a.n * a.c * a.s, [&]<class I>() { batch_norm_backward<T, I>(a); });
     });
   });

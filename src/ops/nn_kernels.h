@@ -58,7 +58,9 @@ inline KernelSlot<bool (*)(const ConvLayoutQuery&)> conv2d_prefers_channels_last
 inline KernelSlot<void (*)(const Tensor& input, const Tensor& output, const Tensor& indices,
                            const Pool2dParams& p)>
     max_pool2d_forward_kernel{"max_pool2d"};
-/// grad_input is zeroed by the kernel, then accumulated.
+/// grad_input is zeroed by the kernel, then accumulated. A device kernel may take 16-bit
+/// tensors (the front end passes them only when no two windows overlap, so each element of
+/// grad_input takes at most one gradient: exact in any dtype).
 inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_input)>
     max_pool2d_backward_kernel{"max_pool2d_backward"};
 inline KernelSlot<void (*)(const Tensor& input, const Tensor& output, const Pool2dParams& p)>
@@ -82,9 +84,10 @@ inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_input)>
 // bfloat16 or float16); weight, bias, running and saved statistics and grad_weight/grad_bias
 // have kernels::BnParam's (float32 for the 16-bit inputs, the input's otherwise).
 
-/// f.template operator()<T>() for the storage type T of a batch norm's input.
+/// f.template operator()<T>() for the storage type T of a floating dtype (float, double,
+/// BFloat16, Half): a batch norm's input, a device max pooling's elements.
 template <class F>
-void visit_batch_norm_input(DType t, const F& f) {
+void visit_floating_storage(DType t, const F& f) {
   switch (t) {
     case DType::Float64: return f.template operator()<double>();
     case DType::BFloat16: return f.template operator()<BFloat16>();

@@ -76,14 +76,29 @@ Tensor prepare_grad(const char* op, const Tensor& grad_out, const Tensor& input,
   return to_layout(input.dim() == 3 ? grad_out.unsqueeze(0) : grad_out, cd, cl);
 }
 
+/// The dtype max pooling runs in. A 16-bit input on CUDA stays 16-bit: a maximum is exact in
+/// any dtype, and so is the backward when no two windows overlap (each element then takes at
+/// most one gradient), while float32 copies would move three times the bytes. Otherwise, as
+/// the other pools, nn_compute_dtype's. p's stride must be resolved.
+DType max_pool_dtype(const char* op, const Tensor& input, const Pool2dParams& p, bool backward) {
+  const DType t = input.dtype();
+  const bool sixteen_bit = t == kBFloat16 || t == kFloat16;
+  if (!sixteen_bit || !input.is_cuda()) return nn_compute_dtype(op, t);
+  if (!backward) return t;
+  bool disjoint = true;
+  for (int i = 0; i < 2; ++i)
+    disjoint = disjoint && (*p.stride)[i] >= (p.kernel[i] - 1) * p.dilation[i] + 1;
+  return disjoint ? t : nn_compute_dtype(op, t);
+}
+
 }  // namespace
 
 MaxPoolResult max_pool2d_forward(const Tensor& input, const Pool2dParams& params) {
   const char* op = "max_pool2d";
   const Tensor x4 = as_4d(op, input);
-  const DType cd = nn_compute_dtype(op, input.dtype());
   Pool2dParams p = params;
   const Shape shape = pool_shape(op, x4, p, true);
+  const DType cd = max_pool_dtype(op, input, p, false);
   const bool cl = is_channels_last(x4);
   Tensor out = empty_in_layout(shape, cd, input.device(), cl);
   Tensor idx = empty_in_layout(shape, kInt64, input.device(), cl);
@@ -96,9 +111,9 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& input, const Te
                            const Pool2dParams& params) {
   const char* op = "max_pool2d_backward";
   const Tensor x4 = as_4d(op, input);
-  const DType cd = nn_compute_dtype(op, input.dtype());
   Pool2dParams p = params;
   const Shape shape = pool_shape(op, x4, p, true);
+  const DType cd = max_pool_dtype(op, input, p, true);
   const bool cl = is_channels_last(x4);
   const Tensor g = prepare_grad(op, grad_out, input, shape, cl, cd);
   IGNIS_CHECK(indices.defined() && indices.dtype() == kInt64 && indices.sizes() == grad_out.sizes(),

@@ -364,11 +364,38 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
         const Fn fn = [&](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], out); };
         expect_like_cpu("adaptive_avg_pool2d", fn, {x}, t, cl);
       }
-  // 16-bit inputs.
-  const Fn mp = [](const std::vector<Tensor>& v) {
-    return max_pool2d(v[0], {.kernel_size = {3, 3}, .stride = Size2{2, 2}, .padding = {1, 1}});
-  };
-  expect_like_cpu("max_pool2d", mp, {x}, kBFloat16);
+  // 16-bit inputs. Max pooling runs on the 16-bit values themselves on the GPU (the CPU
+  // through float32): the same values and indices, and the same gradients (exactly when no
+  // windows overlap, after one rounding of float sums when they do).
+  for (const Pool2dOptions& o : max_cases)
+    for (DType t : {kBFloat16, kFloat16})
+      for (bool cl : {false, true}) {
+        const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
+        expect_like_cpu("max_pool2d", fn, {x}, t, cl);
+        const auto [vc, ic] = max_pool2d_with_indices(leaf(x, Device::cpu(), t, cl), o);
+        const auto [vg, ig] = max_pool2d_with_indices(leaf(x, kGpu, t, cl), o);
+        EXPECT_TRUE(testing::equals_cpu(vg, vc)) << "max_pool2d values " << dtype_name(t);
+        EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d indices " << dtype_name(t);
+      }
+  // As airbench's blocks pool under bf16 autocast: channels-last, 2x2 windows over an odd
+  // size. Output and gradient stay bf16 and channels-last, and equal the CPU's bit for bit.
+  {
+    const Tensor big = random_tensor({4, 64, 31, 31}, -3, 3, 22);
+    const Tensor up = random_tensor({4, 64, 15, 15}, -1, 1, 23).to(kBFloat16);
+    std::vector<Tensor> out, grad;
+    for (Device d : {Device::cpu(), kGpu}) {
+      Tensor xl = leaf(big, d, kBFloat16, true);
+      const Tensor y = max_pool2d(xl, {.kernel_size = {2, 2}});
+      (y * up.to(d)).sum().backward();
+      out.push_back(y.detach());
+      grad.push_back(xl.grad());
+    }
+    EXPECT_EQ(out[1].dtype(), kBFloat16);
+    EXPECT_TRUE(out[1].is_contiguous(MemoryFormat::channels_last));
+    EXPECT_TRUE(grad[1].is_contiguous(MemoryFormat::channels_last));
+    EXPECT_TRUE(testing::equals_cpu(out[1], out[0])) << "bf16 2x2 max_pool2d output";
+    EXPECT_TRUE(testing::equals_cpu(grad[1], grad[0])) << "bf16 2x2 max_pool2d gradient";
+  }
   const Fn ap = [](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], {1, 1}); };
   expect_like_cpu("adaptive_avg_pool2d", ap, {x}, kFloat16);
 }
