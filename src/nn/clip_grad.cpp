@@ -34,17 +34,18 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   Tensor total = inf ? amax(all) : (norm_type == 1 || norm_type == 2
                                         ? norm(all, norm_type)
                                         : pow(pow(all, norm_type).sum(), 1 / norm_type));
-  const double total_value = total.item<double>();
-  IGNIS_CHECK(!error_if_nonfinite || std::isfinite(total_value), ValueError,
-              "[clip_grad_norm_] the total norm of order {} of the gradients is non-finite, so "
-              "it cannot be clipped",
-              norm_type);
-  const double coef = max_norm / (total_value + 1e-6);
-  if (coef < 1)
-    for (auto& p : parameters) {
-      Tensor g = p.grad();
-      if (g.defined()) g.mul_(coef);
-    }
+  // The host reads the total only to raise: the scaling stays on the device, so a training
+  // step that clips waits for nothing (as PyTorch's: gradients times min(1, coef)).
+  if (error_if_nonfinite)
+    IGNIS_CHECK(std::isfinite(total.item<double>()), ValueError,
+                "[clip_grad_norm_] the total norm of order {} of the gradients is non-finite, "
+                "so it cannot be clipped",
+                norm_type);
+  const Tensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
+  for (auto& p : parameters) {
+    Tensor g = p.grad();
+    if (g.defined()) g.mul_(coef.to(g.device()).to(g.dtype()));
+  }
   return total.to(grads[0].dtype());
 }
 

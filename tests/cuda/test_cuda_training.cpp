@@ -91,9 +91,9 @@ TEST(CudaLoss, FusedCrossEntropyAndItsGradientMatchTheCpu) {
 }
 
 // The eager forward queues its kernels and returns without waiting for the GPU (the divisor
-// of the mean stays on the device): with a few seconds of matrix products queued ahead, the
-// loss and its gradient are queued while the stream is still busy, and are right once it is
-// done.
+// of the mean stays on the device), and so does gradient clipping: with ~0.2 s of matrix
+// products queued ahead, the loss, its gradient and the clipping are queued while the stream
+// is still busy, and are right once it is done.
 TEST(CudaLoss, CrossEntropyDoesNotWaitForTheGpu) {
   IGNIS_REQUIRE_CUDA();
   const Tensor logits = random_tensor({64, 10}, -3, 3, 7);
@@ -104,10 +104,14 @@ TEST(CudaLoss, CrossEntropyDoesNotWaitForTheGpu) {
   Tensor x = logits.to(kGpu).requires_grad_();
   const Tensor loss = nn::functional::cross_entropy(x, target.to(kGpu));
   loss.backward();
-  EXPECT_FALSE(cuda::current_stream().query()) << "the loss waited for the queued products";
+  const Tensor norm = nn::utils::clip_grad_norm_({x}, 0.05);  // clipping waits for nothing
+  EXPECT_FALSE(cuda::current_stream().query()) << "the step waited for the queued products";
   Tensor xc = logits.clone().requires_grad_();
   const Tensor expected = nn::functional::cross_entropy(xc, target);
   expected.backward();
+  const Tensor expected_norm = nn::utils::clip_grad_norm_({xc}, 0.05);
+  EXPECT_GT(expected_norm.item<double>(), 0.05);  // so the gradient was scaled
+  EXPECT_TRUE(matches_cpu(norm, expected_norm, 2e-5, 2e-5));
   EXPECT_TRUE(matches_cpu(loss, expected, 2e-5, 2e-5));
   EXPECT_TRUE(matches_cpu(x.grad(), xc.grad(), 2e-5, 2e-5));
   EXPECT_TRUE(std::isfinite(busy.abs().max().item<double>()));
