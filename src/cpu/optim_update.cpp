@@ -58,7 +58,7 @@ void sgd_update(const SgdUpdateArgs& a) {
 
 template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 void sgd_item(const MultiTensorItem& it, kernels::SgdConstants<float> k) {
-  k.neg_lr = kernels::neg_lr_from<float>(it.scalars);
+  k = kernels::with_device_values(k, it.scalars);  // lr and momentum of this step
   float* __restrict p = it.param;
   const float* __restrict g = it.grad;
   float* __restrict buf = it.state[0];

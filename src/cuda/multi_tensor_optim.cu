@@ -118,8 +118,8 @@ __global__ void multi_tensor_update_chunks(const UpdateTable tab, const UpdateCo
   float* __restrict__ s2 = tab.state[2][r.t];
   const double* scalars = tab.scalars[r.t];
   if constexpr (kRule == OptimRule::sgd) {
-    kernels::SgdConstants<float> k = c.sgd;
-    k.neg_lr = kernels::neg_lr_from<float>(scalars);
+    // lr and momentum of this step (a captured graph's replays refresh them on the device).
+    const kernels::SgdConstants<float> k = kernels::with_device_values(c.sgd, scalars);
     const bool first = tab.first[r.t];
     for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
       float pi = p[i], b = 0;

@@ -45,8 +45,10 @@ enum class OptimRule : uint8_t { sgd, adam, rmsprop };
 ///   adam:    {exp_avg, exp_avg_sq, max_exp_avg_sq}
 ///   rmsprop: {square_avg, grad_avg, momentum_buffer}
 /// `scalars` points at the step's values on the tensors' device, so a step can read a
-/// learning rate kept on the GPU without a host round trip:
-///   sgd, rmsprop: {lr};  adam: {1 - lr * weight_decay, lr / (1 - beta1^t),
+/// learning rate kept on the GPU without a host round trip (and a CUDA graph's replays the
+/// values of their step):
+///   sgd: {lr, momentum} (kernels::with_device_values);  rmsprop: {lr};
+///   adam: {1 - lr * weight_decay, lr / (1 - beta1^t),
 ///   sqrt(1 - beta2^t)}, in float64 (a learning rate kept on the device in float64 can be
 ///   read in place); kernels::neg_lr_from and adam_step_from round them once.
 struct MultiTensorItem {
@@ -59,7 +61,7 @@ struct MultiTensorItem {
 };
 
 /// The rule, the items (all on one device) and the options that do not change per step (the
-/// neg_lr field of `sgd` is unused: it comes from each item's scalars).
+/// neg_lr and momentum fields of `sgd` are unused: they come from each item's scalars).
 struct MultiTensorUpdateArgs {
   OptimRule rule = OptimRule::sgd;
   std::vector<MultiTensorItem> items;

@@ -125,7 +125,12 @@ void append_scalars(
     ParamState& st,
     std::vector<double>& out) {
   const double lr = option(o, "lr");
-  if (rule != OptimRule::adam) {
+  if (rule == OptimRule::sgd) {
+    out.push_back(lr);
+    out.push_back(option(o, "momentum"));
+    return;
+  }
+  if (rule == OptimRule::rmsprop) {
     out.push_back(lr);
     return;
   }
@@ -145,10 +150,11 @@ void run_on_device(
     const GroupOptions& o,
     bool decoupled,
     Device device,
+    const double* captured_values,
     const char* op) {
   std::vector<double> scalars;
   std::vector<size_t> offset;
-  scalars.reserve(args.rule == OptimRule::adam ? 3 * params.size() : 1);
+  scalars.reserve(args.rule == OptimRule::adam ? 3 * params.size() : 2);
   offset.reserve(params.size());
   args.items.reserve(params.size());
   for (const ParamUpdate* u : params) {
@@ -183,10 +189,14 @@ void run_on_device(
     args.items.push_back(item);
   }
   // The step's values go where the kernel reads them: on the CPU, here; for a device, a
-  // pinned buffer copied without a wait.
+  // pinned buffer copied without a wait, or during a capture the values the replays refresh
+  // (SGD's {lr, momentum}: offset 0 for every parameter).
   Tensor values;
-  if (device.type != DeviceType::CPU) values = tensor(scalars).pin_memory().to(device, true);
-  const double* base = values.defined() ? values.data_ptr<double>() : scalars.data();
+  if (device.type != DeviceType::CPU && !captured_values)
+    values = tensor(scalars).pin_memory().to(device, true);
+  const double* base = captured_values    ? captured_values
+                       : values.defined() ? values.data_ptr<double>()
+                                          : scalars.data();
   for (size_t i = 0; i < args.items.size(); ++i) args.items[i].scalars = base + offset[i];
   multi_tensor_update_kernel.get(device)(args);
 }
@@ -194,20 +204,29 @@ void run_on_device(
 }  // namespace
 
 std::vector<ParamUpdate> multi_tensor_step(
-    OptimRule rule, const std::vector<ParamUpdate>& params, const GroupOptions& o, bool decoupled) {
-  // During a CUDA graph capture every parameter takes the per-parameter path: its step values
-  // come from pinned host memory here, which a replay would read again as it is then, while
-  // SGD's own path reads the learning rate the replay hooks keep on the device (Note
-  // [Whole-step capture]), and Adam and RMSprop refuse to be captured.
-  if (ignis::detail::capture_underway()) return params;
+    OptimRule rule, const std::vector<ParamUpdate>& params, const GroupOptions& o, bool decoupled,
+    const std::optional<CapturedStepValues>& captured) {
+  // During a CUDA graph capture the step values cannot come from pinned host memory (a replay
+  // would read it again as it is then): SGD reads the {lr, momentum} the replay hooks keep on
+  // the device (Note [Whole-step capture]); Adam and RMSprop take the per-parameter path,
+  // which refuses to be captured. A parameter whose state does not exist yet is left to the
+  // per-parameter path too: creating it is a first step, which a replay must not repeat.
+  const bool capturing = ignis::detail::capture_underway();
+  if (capturing && (rule != OptimRule::sgd || !captured)) return params;
   const auto keys = state_keys(rule, o);
   const char* op = rule == OptimRule::sgd ? "SGD" : rule == OptimRule::adam ? "Adam" : "RMSprop";
   std::vector<ParamUpdate> rest;
   // The parameters the kernel takes, per device in order of first appearance (almost always
   // one device: a short list, not a map).
   std::vector<std::pair<Device, std::vector<const ParamUpdate*>>> by_device;
+  const auto state_exists = [&](const ParamUpdate& u) {
+    for (const char* key : keys)
+      if (key && u.state->find(key) == u.state->end()) return false;
+    return true;
+  };
   for (const ParamUpdate& u : params) {
-    if (!takes(u, keys)) {
+    if (!takes(u, keys) ||
+        (capturing && (u.param->device() != captured->device || !state_exists(u)))) {
       rest.push_back(u);
       continue;
     }
@@ -221,7 +240,8 @@ std::vector<ParamUpdate> multi_tensor_step(
     it->second.push_back(&u);
   }
   for (const auto& [device, group] : by_device)
-    run_on_device(constants(rule, o, decoupled), group, keys, o, decoupled, device, op);
+    run_on_device(constants(rule, o, decoupled), group, keys, o, decoupled, device,
+                  capturing ? captured->values : nullptr, op);
   return rest;
 }
 

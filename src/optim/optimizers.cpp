@@ -5,9 +5,11 @@
 // update() for the rest.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "core/memory_format.h"
@@ -76,7 +78,9 @@ void SGD::validate(const GroupOptions& o) const {
 /// momentum from two float64 on the device, which a replay hook sets from the group's "lr" and
 /// "momentum" before every replay (only when one changed: two tiny fills), so schedulers
 /// (OneCycle cycles both) reach the replays. The hooks hold a weak reference, so a graph that
-/// outlives its optimizer replays with the last values.
+/// outlives its optimizer replays with the last values. The multi-tensor kernel reads the same
+/// two values for a whole group (multi_tensor_step's CapturedStepValues), the per-parameter
+/// kernel for the parameters it leaves.
 struct DeviceStepValues {
   struct Entry {
     size_t group;
@@ -172,7 +176,18 @@ bool sgd_fused(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions
 }  // namespace
 
 void SGD::update_group(const std::vector<ParamUpdate>& params, const GroupOptions& o) {
-  Optimizer::update_group(multi_tensor_step(OptimRule::sgd, params, o), o);
+  // In a CUDA graph capture the multi-tensor kernel reads the {lr, momentum} that the replay
+  // hooks refresh (Note [Whole-step capture]), as the per-parameter kernel does.
+  std::optional<CapturedStepValues> captured;
+  if (ignis::detail::capture_underway()) {
+    const auto cuda = std::find_if(params.begin(), params.end(),
+                                   [](const ParamUpdate& u) { return u.param->is_cuda(); });
+    if (cuda != params.end()) {
+      const Device d = cuda->param->device();
+      captured = CapturedStepValues{d, DeviceStepValues::get(device_values_, *this, o, d)};
+    }
+  }
+  Optimizer::update_group(multi_tensor_step(OptimRule::sgd, params, o, false, captured), o);
 }
 
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& st, const GroupOptions& o) {
