@@ -69,6 +69,13 @@ Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Te
                        const Tensor& weight, const Tensor& bias, bool training,
                        double momentum = 0.1, double eps = 1e-5,
                        const Tensor& residual = Tensor());
+/// gelu(batch_norm(...)) (the erf form) as one op with one pass over memory each way: the
+/// same values, running-statistics update and gradients as the composition (up to the last
+/// bit of float arithmetic). The backward recomputes the normalised value from the input, so
+/// nothing more is kept than for batch_norm.
+Tensor batch_norm_gelu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training,
+                       double momentum = 0.1, double eps = 1e-5);
 /// Normalises over the trailing dims normalized_shape.
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),

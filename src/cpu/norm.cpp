@@ -263,11 +263,12 @@ void batch_norm_forward_apply_16(const BatchNormArgs& a, bool cl, const float* s
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j) yb[j] = xb[j] * sc[j] + sh[j];
       }
-      if constexpr (E == BnEpilogue::AddRelu) {
+      if constexpr (E == BnEpilogue::AddRelu || E == BnEpilogue::Gelu) {
+        // The unfused batch_norm rounds its output to T before add or gelu.
         narrow(static_cast<const float*>(yb), rounded, n);
         widen(static_cast<const T*>(rounded), yb, n);
-        widen(res + i0 + off, rb, n);
       }
+      if constexpr (E == BnEpilogue::AddRelu) widen(res + i0 + off, rb, n);
       if constexpr (E != BnEpilogue::None) {
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)
@@ -286,6 +287,21 @@ void batch_norm_forward_apply_any(const BatchNormArgs& a, bool cl, const P* scal
     batch_norm_forward_apply<E, T>(a, cl, scale, shift);
 }
 
+/// scale = invstd * weight and shift = bias - mean * scale per channel, each computed in
+/// double and rounded once to P (the forward's output is x * scale + shift; the GELU
+/// epilogue's backward recomputes that value from the same two).
+template <class P>
+void fold_scale_shift(int64_t C, const P* mean, const P* invstd, const P* w, const P* b,
+                      std::vector<P>& scale, std::vector<P>& shift) {
+  scale.resize(static_cast<size_t>(C));
+  shift.resize(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    const double sc = double(invstd[c]) * (w ? double(w[c]) : 1.0);
+    scale[c] = P(sc);
+    shift[c] = P((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
+  }
+}
+
 template <class T>
 void batch_norm_forward(const BatchNormArgs& a) {
   using P = BnParam<T>;
@@ -295,49 +311,78 @@ void batch_norm_forward(const BatchNormArgs& a) {
   P* invstd = ptr<P>(a.save_invstd);
   if (a.training) batch_norm_forward_stats<T>(a, cl, mean, invstd);
   // Eval mode folds the running statistics (save_mean/save_invstd) the same way.
-  std::vector<P> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
-  const P* w = ptr<P>(a.weight);
-  const P* b = ptr<P>(a.bias);
-  for (int64_t c = 0; c < C; ++c) {
-    const double sc = double(invstd[c]) * (w ? double(w[c]) : 1.0);
-    scale[c] = P(sc);
-    shift[c] = P((b ? double(b[c]) : 0.0) - double(mean[c]) * sc);
-  }
+  std::vector<P> scale, shift;
+  fold_scale_shift<P>(C, mean, invstd, ptr<P>(a.weight), ptr<P>(a.bias), scale, shift);
   switch (a.epilogue) {
     case BnEpilogue::None: return batch_norm_forward_apply_any<BnEpilogue::None, T>(a, cl, scale.data(), shift.data());
     case BnEpilogue::Relu: return batch_norm_forward_apply_any<BnEpilogue::Relu, T>(a, cl, scale.data(), shift.data());
     case BnEpilogue::AddRelu: return batch_norm_forward_apply_any<BnEpilogue::AddRelu, T>(a, cl, scale.data(), shift.data());
+    case BnEpilogue::Gelu: return batch_norm_forward_apply_any<BnEpilogue::Gelu, T>(a, cl, scale.data(), shift.data());
   }
 }
 
-/// sg += gm and sgx += gm * xhat over n elements of one channel (m, is, s0, s1 indexed by
-/// element: a channels-last row, or 8 lanes of one NCHW channel) for gm the masked gradient,
-/// which is also stored to gm_out when given (the residual's gradient). Plain loops over
-/// restrict pointers, so that the compiler vectorises them.
-template <BnEpilogue E, bool kStore, class T>
+/// The gradient reaching the normalised value through epilogue E, at one element: g masked by
+/// the saved output's sign (Relu, AddRelu), times gelu'(z) for z recomputed from x (Gelu),
+/// or g itself. T is the compute type (float for 16-bit storage S); y and the per-channel
+/// scale and shift are read only by the epilogues that need them.
+template <BnEpilogue E, class S, class T>
+T epilogue_grad(T g, T x, T y, double scale, double shift) {
+  if constexpr (E == BnEpilogue::Gelu)
+    return kernels::batch_norm_gelu_grad<S>(g, x, T(scale), T(shift));
+  else
+    return kernels::batch_norm_masked_grad<E>(g, y);
+}
+
+/// The per-channel values the backward passes read, as arrays indexed like the elements they
+/// meet (a channels-last row's channels, or 8 lanes of one NCHW channel): mean, invstd, and
+/// for the GELU epilogue the forward's scale and shift (P values held in double).
+struct ChannelCoefs {
+  const double *mean, *invstd, *scale, *shift;
+  ChannelCoefs at(int64_t off) const {
+    return {mean + off, invstd + off, scale ? scale + off : nullptr, shift ? shift + off : nullptr};
+  }
+};
+
+/// sg += gm and sgx += gm * xhat over n elements of one channel (q, s0, s1 indexed by
+/// element) for gm the gradient through the epilogue, which is also stored to gm_out when
+/// given (the residual's gradient). S: the tensors' storage type (T, the compute type, is
+/// float for 16-bit S). Plain loops over restrict pointers, so that the compiler vectorises
+/// them.
+template <BnEpilogue E, bool kStore, class S, class T>
 void grad_sums_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                   T* __restrict__ gm_out, int64_t n, const double* __restrict__ m,
-                   const double* __restrict__ is, double* __restrict__ s0,
+                   T* __restrict__ gm_out, int64_t n, ChannelCoefs q, double* __restrict__ s0,
                    double* __restrict__ s1) {
+  const double* __restrict__ m = q.mean;
+  const double* __restrict__ is = q.invstd;
+  constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
-    const T gm = kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]);
+    const T gm = epilogue_grad<E, S>(g[j], x[j], kMask ? y[j] : T(0),
+                                     E == BnEpilogue::Gelu ? q.scale[j] : 0.0,
+                                     E == BnEpilogue::Gelu ? q.shift[j] : 0.0);
     if constexpr (kStore) gm_out[j] = gm;
     s0[j] += double(gm);
     s1[j] += double(gm) * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
   }
 }
 
-/// Per channel, in one pass: sg = sum of the masked gradient gm, sgx = sum of gm * xhat; with
-/// kStore, gm itself into gm_out.
+/// Per-channel values of the backward passes, all in double: mean and invstd; for the GELU
+/// epilogue the forward's scale and shift (empty otherwise); and the coefficients of the input
+/// gradient k (g - mg - xhat mgx), filled after the sums pass.
+struct GradCoef {
+  std::vector<double> mean, invstd, scale, shift, k, mg, mgx;
+  ChannelCoefs at(int64_t c) const {
+    return {&mean[c], &invstd[c], scale.empty() ? nullptr : &scale[c],
+            shift.empty() ? nullptr : &shift[c]};
+  }
+};
+
+/// Per channel, in one pass: sg = sum of the gradient gm through the epilogue, sgx = sum of
+/// gm * xhat; with kStore, gm itself into gm_out.
 template <BnEpilogue E, bool kStore, class T>
-void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, double* sg,
-                          double* sgx) {
+void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, const GradCoef& q, T* gm_out,
+                          double* sg, double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
-  using P = BnParam<T>;
   const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
-  const P *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
-  std::vector<double> m(static_cast<size_t>(C)), is(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) m[c] = double(mean[c]), is[c] = double(invstd[c]);
   // f(x, g, y, gm, len, off) on the pieces of the run of n values at i0.
   auto pieces = [&](int64_t i0, int64_t n, const auto& f) {
     grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr, n, f);
@@ -351,14 +396,19 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, do
       for (int64_t c = c0; c < c1; ++c) {
         for (auto& l : lanes)
           for (double& v : l) v = 0;
-        const double mc[kLanes] = {m[c], m[c], m[c], m[c], m[c], m[c], m[c], m[c]};
-        const double ic[kLanes] = {is[c], is[c], is[c], is[c], is[c], is[c], is[c], is[c]};
+        // The channel's values, one per lane.
+        double mc[kLanes], ic[kLanes], sc[kLanes], sh[kLanes];
+        for (int64_t l = 0; l < kLanes; ++l) {
+          mc[l] = q.mean[c], ic[l] = q.invstd[c];
+          sc[l] = q.scale.empty() ? 0.0 : q.scale[c], sh[l] = q.shift.empty() ? 0.0 : q.shift[c];
+        }
+        const ChannelCoefs lane_coefs{mc, ic, sc, sh};
         for (int64_t n = 0; n < N; ++n)
           pieces((n * C + c) * S, S, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp,
                                          int64_t len, int64_t) {
             auto run = [&](int64_t j, int64_t k, double* s0, double* s1) {
-              grad_sums_run<E, kStore>(xp + j, gp + j, yp ? yp + j : nullptr,
-                                       kStore ? mp + j : nullptr, k, mc, ic, s0, s1);
+              grad_sums_run<E, kStore, T>(xp + j, gp + j, yp ? yp + j : nullptr,
+                                          kStore ? mp + j : nullptr, k, lane_coefs, s0, s1);
             };
             const int64_t full = len / kLanes * kLanes;
             for (int64_t j = 0; j < full; j += kLanes) run(j, kLanes, lanes[0], lanes[1]);
@@ -379,8 +429,7 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, do
     for (int64_t r = r0; r < r1; ++r)
       pieces(r * C, C, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len,
                            int64_t off) {
-        grad_sums_run<E, kStore>(xp, gp, yp, mp, len, m.data() + off, is.data() + off, a0 + off,
-                                 a0 + C + off);
+        grad_sums_run<E, kStore, T>(xp, gp, yp, mp, len, q.at(off), a0 + off, a0 + C + off);
       });
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
@@ -388,21 +437,21 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, T* gm_out, do
   for (int64_t c = 0; c < C; ++c) sg[c] = tot[c], sgx[c] = tot[C + c];
 }
 
-/// Per-channel coefficients of the input gradient, all in double.
-struct GradCoef {
-  std::vector<double> mean, invstd, k, mg, mgx;
-};
-
-/// grad_input over n elements from the gradient g (masked by y's sign per E); kScalar: one
-/// channel's coefficients at index 0 (NCHW), else one per element (a channels-last row).
-template <BnEpilogue E, bool kScalar, class T>
+/// grad_input over n elements from the gradient g (through epilogue E, as grad_sums_run);
+/// kScalar: one channel's coefficients at index 0 (NCHW), else one per element (a
+/// channels-last row).
+template <BnEpilogue E, bool kScalar, class S, class T>
 void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                    T* __restrict__ gi, int64_t n, const double* __restrict__ m,
-                    const double* __restrict__ is, const double* __restrict__ k,
+                    T* __restrict__ gi, int64_t n, ChannelCoefs q, const double* __restrict__ k,
                     const double* __restrict__ mg, const double* __restrict__ mgx) {
+  const double* __restrict__ m = q.mean;
+  const double* __restrict__ is = q.invstd;
+  constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t c = kScalar ? 0 : j;
-    const T gm = kernels::batch_norm_masked_grad<E>(g[j], E == BnEpilogue::None ? T(0) : y[j]);
+    const T gm = epilogue_grad<E, S>(g[j], x[j], kMask ? y[j] : T(0),
+                                     E == BnEpilogue::Gelu ? q.scale[c] : 0.0,
+                                     E == BnEpilogue::Gelu ? q.shift[c] : 0.0);
     const double xhat = kernels::batch_norm_xhat(double(x[j]), m[c], is[c]);
     gi[j] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
   }
@@ -418,12 +467,11 @@ void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const T* g, 
                 [&](const auto* xp, const auto* gp, const auto* yp, auto* gip, int64_t n,
                     int64_t off) {
                   if (c >= 0)
-                    grad_apply_run<E, true>(xp, gp, yp, gip, n, &q.mean[c], &q.invstd[c], &q.k[c],
-                                            &q.mg[c], &q.mgx[c]);
+                    grad_apply_run<E, true, T>(xp, gp, yp, gip, n, q.at(c), &q.k[c], &q.mg[c],
+                                               &q.mgx[c]);
                   else
-                    grad_apply_run<E, false>(xp, gp, yp, gip, n, q.mean.data() + off,
-                                             q.invstd.data() + off, q.k.data() + off,
-                                             q.mg.data() + off, q.mgx.data() + off);
+                    grad_apply_run<E, false, T>(xp, gp, yp, gip, n, q.at(off), q.k.data() + off,
+                                                q.mg.data() + off, q.mgx.data() + off);
                 });
   });
 }
@@ -434,24 +482,32 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   const int64_t C = a.c;
   const bool cl = detail::is_channels_last(a.input);
   const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
-  std::vector<double> sg(static_cast<size_t>(C)), sgx(static_cast<size_t>(C));
+  const size_t width = static_cast<size_t>(C);
+  GradCoef q;
+  q.mean.resize(width), q.invstd.resize(width);
+  for (int64_t c = 0; c < C; ++c) q.mean[c] = double(mean[c]), q.invstd[c] = double(invstd[c]);
+  if constexpr (E == BnEpilogue::Gelu) {
+    // The forward's scale and shift, rounded to P as it rounded them.
+    std::vector<P> scale, shift;
+    fold_scale_shift<P>(C, mean, invstd, w, ptr<P>(a.bias), scale, shift);
+    q.scale.assign(scale.begin(), scale.end());
+    q.shift.assign(shift.begin(), shift.end());
+  }
+  std::vector<double> sg(width), sgx(width);
   // The residual's gradient is the masked gradient: written by the sums pass, it is then the
   // apply pass's input (one tensor read instead of grad_out and the output).
   T* gr = ptr<T>(a.grad_residual);
   if (gr)
-    batch_norm_grad_sums<E, true, T>(a, cl, gr, sg.data(), sgx.data());
+    batch_norm_grad_sums<E, true, T>(a, cl, q, gr, sg.data(), sgx.data());
   else
-    batch_norm_grad_sums<E, false, T>(a, cl, nullptr, sg.data(), sgx.data());
+    batch_norm_grad_sums<E, false, T>(a, cl, q, nullptr, sg.data(), sgx.data());
   P *gw = ptr<P>(a.grad_weight), *gb = ptr<P>(a.grad_bias);
   for (int64_t c = 0; c < C; ++c) gw[c] = P(sgx[c]), gb[c] = P(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
   // statistics terms vanish in eval mode, where they were constants.
   const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
-  const size_t width = static_cast<size_t>(C);
-  GradCoef q{std::vector<double>(width), std::vector<double>(width), std::vector<double>(width),
-             std::vector<double>(width), std::vector<double>(width)};
+  q.k.resize(width), q.mg.resize(width), q.mgx.resize(width);
   for (int64_t c = 0; c < C; ++c) {
-    q.mean[c] = double(mean[c]), q.invstd[c] = double(invstd[c]);
     q.k[c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
     q.mg[c] = keep * sg[c] / count;
     q.mgx[c] = keep * sgx[c] / count;
@@ -468,6 +524,7 @@ void batch_norm_backward_any(const BatchNormBackwardArgs& a) {
     case BnEpilogue::None: return batch_norm_backward<BnEpilogue::None, T>(a);
     case BnEpilogue::Relu: return batch_norm_backward<BnEpilogue::Relu, T>(a);
     case BnEpilogue::AddRelu: return batch_norm_backward<BnEpilogue::AddRelu, T>(a);
+    case BnEpilogue::Gelu: return batch_norm_backward<BnEpilogue::Gelu, T>(a);
   }
 }
 

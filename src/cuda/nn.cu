@@ -66,13 +66,22 @@ void with_epilogue(BnEpilogue e, const F& f) {
     case BnEpilogue::None: return f.template operator()<BnEpilogue::None>();
     case BnEpilogue::Relu: return f.template operator()<BnEpilogue::Relu>();
     case BnEpilogue::AddRelu: return f.template operator()<BnEpilogue::AddRelu>();
+    case BnEpilogue::Gelu: return f.template operator()<BnEpilogue::Gelu>();
   }
 }
 
-/// The gradient at element i carried back through the epilogue's ReLU (y: the saved output).
+/// The gradient at element i of channel c carried back through the epilogue: masked by the
+/// saved output y's sign (Relu, AddRelu), or times gelu'(z) for the normalised value z
+/// recomputed from x with the forward's scale and shift (Gelu; computed in BnParam<T>).
 template <BnEpilogue E, class T>
-__device__ __forceinline__ T masked_grad(const T* g, const T* y, int64_t i) {
-  return kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
+__device__ __forceinline__ T masked_grad(const T* g, const T* y, const T* x, int64_t i, int64_t c,
+                                         const BnParam<T>* scale, const BnParam<T>* shift) {
+  if constexpr (E == BnEpilogue::Gelu) {
+    using P = BnParam<T>;
+    return T(kernels::batch_norm_gelu_grad<T>(P(g[i]), P(x[i]), scale[c], shift[c]));
+  } else {
+    return kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
+  }
 }
 
 /// f.template operator()<I>() with the index type for a tensor of `total` elements.
@@ -175,6 +184,8 @@ __global__ void batch_norm_partial_grads_cl(
     ChannelView v,
     const BnParam<T>* mean,
     const BnParam<T>* invstd,
+    const BnParam<T>* scale,
+    const BnParam<T>* shift,
     int64_t splits,
     double* __restrict__ partial) {
   __shared__ double shared[kTileRows][kTileChannels];
@@ -187,7 +198,7 @@ __global__ void batch_norm_partial_grads_cl(
     const double m = double(mean[c]), is = double(invstd[c]);
     for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows) {
       const int64_t i = v.template at<I>(c, r);
-      const double gm = double(masked_grad<E>(g, y, i));
+      const double gm = double(masked_grad<E>(g, y, x, i, c, scale, shift));
       sg += gm;
       sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
     }
@@ -317,6 +328,8 @@ __global__ void batch_norm_partial_grads(
     ChannelView v,
     const BnParam<T>* mean,
     const BnParam<T>* invstd,
+    const BnParam<T>* scale,
+    const BnParam<T>* shift,
     int64_t splits,
     double* __restrict__ partial) {
   const int64_t c = blockIdx.x, b = blockIdx.y;
@@ -326,7 +339,7 @@ __global__ void batch_norm_partial_grads(
   double sg = 0, sgx = 0;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     const int64_t i = v.template at<I>(c, k);
-    const double gm = double(masked_grad<E>(g, y, i));
+    const double gm = double(masked_grad<E>(g, y, x, i, c, scale, shift));
     sg += gm;
     sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
   }
@@ -377,12 +390,14 @@ __global__ void batch_norm_grad_apply(
     ChannelView v,
     const BnParam<T>* mean,
     const BnParam<T>* invstd,
+    const BnParam<T>* scale,
+    const BnParam<T>* shift,
     const double* __restrict__ coef) {
   const int64_t total = v.n * v.c * v.s;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = v.template channel_of<I>(i);
-    const T gm = masked_grad<E>(g, y, i);
+    const T gm = masked_grad<E>(g, y, x, i, c, scale, shift);
     const double xhat = kernels::batch_norm_xhat(double(x[i]), double(mean[c]), double(invstd[c]));
     gi[i] = T(kernels::batch_norm_grad_input(
         double(gm), xhat, coef[3 * c], coef[3 * c + 1], coef[3 * c + 2]));
@@ -398,6 +413,19 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   const int64_t count = a.n * a.s, splits = splits_for(v.cl ? channel_tiles(a.c) : a.c, count);
   Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());
+  // The GELU epilogue recomputes the forward's normalised value from its scale and shift,
+  // folded again here exactly as the forward folded them (no statistics are merged).
+  Tensor fold;
+  P* scale = nullptr;
+  if (a.epilogue == BnEpilogue::Gelu) {
+    fold = ignis::detail::make_tensor({2 * a.c}, CppTypeToDType<P>::value, a.input.device());
+    scale = ptr<P>(fold);
+    batch_norm_finish_stats<P><<<channel_blocks(a.c), kThreads, 0, on.stream>>>(
+        nullptr, a.c, 1, /*training=*/false, ptr<P>(a.save_mean), ptr<P>(a.save_invstd), nullptr,
+        nullptr, ptr<P>(a.weight), ptr<P>(a.bias), 0.0, 0.0, scale, scale + a.c);
+    IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");
+  }
+  const P* shift = scale ? scale + a.c : nullptr;
   with_epilogue(a.epilogue, [&]<BnEpilogue E>() {
     if (v.cl)
       batch_norm_partial_grads_cl<T, I, E>
@@ -411,6 +439,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
               v,
               ptr<P>(a.save_mean),
               ptr<P>(a.save_invstd),
+              scale,
+              shift,
               splits,
               ptr<double>(partial));
     else
@@ -422,6 +452,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
               v,
               ptr<P>(a.save_mean),
               ptr<P>(a.save_invstd),
+              scale,
+              shift,
               splits,
               ptr<double>(partial));
   });
@@ -448,6 +480,8 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
         v,
         ptr<P>(a.save_mean),
         ptr<P>(a.save_invstd),
+        scale,
+        shift,
         ptr<double>(coef));
   });
   IGNIS_CUDA_CHECK_LAUNCH("batch_norm_backward");

@@ -1,5 +1,5 @@
 // The per-element arithmetic of batch norm and of its fused epilogues (ReLU, residual add +
-// ReLU), shared by the CPU loops (src/cpu/norm.cpp) and the CUDA kernels
+// ReLU, GELU), shared by the CPU loops (src/cpu/norm.cpp) and the CUDA kernels
 // (src/cuda/nn.cu) so both devices round the same values in the same order. The statistics
 // reductions are the devices' own; src/ops/nn_kernels.h states the slots' contract.
 // Note [Batch norm on 16-bit inputs]: a bf16 or float16 input (as autocast leaves a
@@ -9,6 +9,7 @@
 #pragma once
 
 #include "kernels/host_device.h"
+#include "kernels/unary_ops.h"
 
 namespace ignis::kernels {
 
@@ -22,12 +23,14 @@ enum class BnEpilogue : uint8_t {
   None,     // y = x * scale + shift
   Relu,     // y = relu(x * scale + shift)
   AddRelu,  // y = relu(x * scale + shift + residual)
+  Gelu,     // y = gelu(x * scale + shift), erf form
 };
 
 /// The epilogue applied to a normalised value y: the residual added (AddRelu), then ReLU,
-/// which lets NaN through as relu does.
+/// which lets NaN through as relu does; or gelu's own function (Gelu).
 template <BnEpilogue E, class T>
 IGNIS_HOST_DEVICE T batch_norm_epilogue(T y, T residual) {
+  if constexpr (E == BnEpilogue::Gelu) return Gelu{}(y);
   if constexpr (E == BnEpilogue::AddRelu) y = y + residual;
   if constexpr (E != BnEpilogue::None) y = (y > T(0) || is_nan(y)) ? y : T(0);
   return y;
@@ -42,12 +45,13 @@ IGNIS_HOST_DEVICE T batch_norm_output(T x, T scale, T shift, T residual) {
 }
 
 /// One output element of a 16-bit input S (bf16, float16) with float32 parameters: computed
-/// in float and rounded to S once, except that with a residual the normalised value is first
-/// rounded to S, where the unfused batch_norm would have rounded it before add.
+/// in float and rounded to S once, except that with a residual or a GELU the normalised value
+/// is first rounded to S, where the unfused batch_norm would have rounded it before add or
+/// gelu.
 template <BnEpilogue E, class S>
 IGNIS_HOST_DEVICE S batch_norm_output_16(S x, float scale, float shift, S residual) {
   float y = float(x) * scale + shift;
-  if constexpr (E == BnEpilogue::AddRelu) y = float(S(y));
+  if constexpr (E == BnEpilogue::AddRelu || E == BnEpilogue::Gelu) y = float(S(y));
   return S(batch_norm_epilogue<E>(y, float(residual)));
 }
 
@@ -57,6 +61,18 @@ template <BnEpilogue E, class T>
 IGNIS_HOST_DEVICE T batch_norm_masked_grad(T g, T y) {
   if constexpr (E == BnEpilogue::None) return g;
   else return y > T(0) ? g : T(0);
+}
+
+/// The output gradient g carried back through the GELU epilogue, in compute type T for
+/// storage type S (float for the 16-bit S, else S itself): the normalised value z = x * scale
+/// + shift recomputed as the forward computed it (rounded to S where the unfused batch_norm
+/// stored it), then g * gelu'(z) with gelu'(z) and the product rounded to S, as gelu's
+/// backward (mul(g, gelu_grad(z))) rounds them; so no pre-activation tensor is kept.
+template <class S, class T>
+IGNIS_HOST_DEVICE T batch_norm_gelu_grad(T g, T x, T scale, T shift) {
+  const T z = T(S(x * scale + shift));
+  const T d = T(S(GeluGrad{}(z)));
+  return T(S(g * d));
 }
 
 /// The normalised input (x - mean) * invstd, in double as the statistics are.

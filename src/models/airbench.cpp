@@ -44,8 +44,8 @@ AirbenchBlock::AirbenchBlock(Module* parent, std::string name, int64_t in, int64
 
 Tensor AirbenchBlock::forward(const Tensor& x) {
   Tensor h = max_pool2d(conv1(x), {.kernel_size = {2, 2}});
-  h = gelu(norm1(h));
-  return gelu(norm2(conv2(h)));
+  h = norm1.forward_gelu(h);  // gelu(norm1(h)) in one pass each way
+  return norm2.forward_gelu(conv2(h));
 }
 
 AirbenchNet::AirbenchNet(const AirbenchConfig& c)

@@ -197,6 +197,14 @@ Tensor BatchNorm::forward_relu(const Tensor& x, const Tensor& residual) {
                          use_batch_stats, config.momentum, config.eps, residual);
 }
 
+Tensor BatchNorm::forward_gelu(const Tensor& x) {
+  const bool use_batch_stats = begin_forward(x);
+  if (use_batch_stats && sync_group) return gelu(detail::sync_batch_norm(*this, x));
+  return batch_norm_gelu(x, config.track_running_stats ? running_mean : Tensor(),
+                         config.track_running_stats ? running_var : Tensor(), weight, bias,
+                         use_batch_stats, config.momentum, config.eps);
+}
+
 std::string BatchNorm::extra_repr() const {
   return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features,
                      config.eps, config.momentum, config.affine ? "True" : "False",

@@ -104,9 +104,10 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
 }
 
 namespace {
-/// batch_norm as one graph node, alone (epilogue None) or with the ReLU (Relu) or the residual
-/// add and ReLU (AddRelu) written in the same pass; the ReLU's mask is the saved output's
-/// sign, so no pre-activation tensor is kept.
+/// batch_norm as one graph node, alone (epilogue None) or with the ReLU (Relu), the residual
+/// add and ReLU (AddRelu) or the GELU (Gelu) written in the same pass. No pre-activation
+/// tensor is kept: the ReLU's mask is the saved output's sign, and the GELU's backward
+/// recomputes the normalised value from the input, the statistics and the bias.
 Tensor batch_norm_node(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, bool training, double momentum,
                        double eps, BnEpilogue epilogue, const Tensor& residual) {
@@ -118,17 +119,19 @@ Tensor batch_norm_node(const Tensor& input, const Tensor& running_mean, const Te
                            epilogue, residual);
   }
   if (!needs_grad({&input, &weight, &bias, &residual})) return r.output;
-  const bool relu = epilogue != BnEpilogue::None;
+  const bool relu = epilogue == BnEpilogue::Relu || epilogue == BnEpilogue::AddRelu;
+  const bool gelu = epilogue == BnEpilogue::Gelu;
   const bool want_residual = wants(residual);
   const char* name = epilogue == BnEpilogue::AddRelu ? "batch_norm_add_relu"
                      : relu                          ? "batch_norm_relu"
+                     : gelu                          ? "batch_norm_gelu"
                                                      : "batch_norm";
   record(name, {r.output}, {input, weight, bias, residual},
          {save(input), save(weight), save(r.save_mean), save(r.save_invstd),
-          relu ? save_output(r.output) : SaveSpec{}},
+          relu ? save_output(r.output) : SaveSpec{}, gelu ? save(bias) : SaveSpec{}},
          [training, epilogue, want_residual](const Grads& g, const Grads& s) {
            NormGrads n = batch_norm_backward(g[0], s[0], s[1], s[2], s[3], training, epilogue,
-                                             s[4], want_residual);
+                                             s[4], want_residual, s[5]);
            return Grads{n.input, n.weight, n.bias, n.residual};
          });
   return r.output;
@@ -156,6 +159,14 @@ Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Te
                     residual));
   return batch_norm_node(input, running_mean, running_var, weight, bias, training, momentum, eps,
                          residual.defined() ? BnEpilogue::AddRelu : BnEpilogue::Relu, residual);
+}
+
+Tensor batch_norm_gelu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                       double eps) {
+  // Not on an autocast list, as batch_norm (gelu is on neither).
+  return batch_norm_node(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                         BnEpilogue::Gelu, Tensor());
 }
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,

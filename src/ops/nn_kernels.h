@@ -108,6 +108,7 @@ inline KernelSlot<void (*)(const BatchNormArgs&)> batch_norm_forward_kernel{"bat
 
 struct BatchNormBackwardArgs {
   Tensor grad_out, input, weight, save_mean, save_invstd;  // grad_out in input's layout
+  Tensor bias;           // Gelu: the forward's bias (the normalised value is recomputed)
   Tensor grad_input, grad_weight, grad_bias;  // grad_input in input's layout; all defined
   Tensor output;         // Relu/AddRelu: the forward's output, in input's layout (the mask)
   Tensor grad_residual;  // AddRelu, when wanted: the masked grad_out, in input's layout

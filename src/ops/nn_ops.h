@@ -135,20 +135,23 @@ using kernels::BnEpilogue;
 /// place: mean <- (1 - momentum) mean + momentum batch_mean, var likewise with the unbiased
 /// batch variance. Eval normalises with the running stats (required) and returns them as
 /// save_mean / save_invstd so that batch_norm_backward can use them. epilogue Relu returns
-/// relu(y) and AddRelu relu(y + residual) instead of y, written in the same pass (residual:
-/// the input's shape, dtype and device; ShapeError/DTypeError/DeviceError otherwise).
+/// relu(y), AddRelu relu(y + residual) and Gelu gelu(y) (erf form) instead of y, written in
+/// the same pass (residual: the input's shape, dtype and device;
+/// ShapeError/DTypeError/DeviceError otherwise).
 NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
                               const Tensor& running_mean, const Tensor& running_var,
                               bool training, double momentum, double eps,
                               BnEpilogue epilogue = BnEpilogue::None,
                               const Tensor& residual = Tensor());
-/// training = false: the statistics were constants (eval mode). With an epilogue, `output`
-/// is the forward's output: grad_out is masked where it is not positive, and with
-/// want_residual the masked gradient comes back as the residual's gradient.
+/// training = false: the statistics were constants (eval mode). With the Relu or AddRelu
+/// epilogue, `output` is the forward's output: grad_out is masked where it is not positive,
+/// and with want_residual the masked gradient comes back as the residual's gradient. With the
+/// Gelu epilogue, `bias` is the forward's (the normalised value is recomputed from input).
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
                               BnEpilogue epilogue = BnEpilogue::None,
-                              const Tensor& output = Tensor(), bool want_residual = false);
+                              const Tensor& output = Tensor(), bool want_residual = false,
+                              const Tensor& bias = Tensor());
 
 /// Normalises over the trailing dims `normalized_shape`; weight/bias of that shape or undefined.
 NormResult layer_norm_forward(const Tensor& input, const Shape& normalized_shape,

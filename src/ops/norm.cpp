@@ -59,9 +59,10 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
                               const Tensor& running_mean, const Tensor& running_var,
                               bool training, double momentum, double eps,
                               BnEpilogue epilogue, const Tensor& residual) {
-  const char* op = epilogue == BnEpilogue::None   ? "batch_norm"
-                   : epilogue == BnEpilogue::Relu ? "batch_norm_relu"
-                                                  : "batch_norm_add_relu";
+  const char* op = epilogue == BnEpilogue::None      ? "batch_norm"
+                   : epilogue == BnEpilogue::Relu    ? "batch_norm_relu"
+                   : epilogue == BnEpilogue::AddRelu ? "batch_norm_add_relu"
+                                                     : "batch_norm_gelu";
   check_same_dtype_device(op, input, {{"residual", &residual}});
   IGNIS_CHECK(residual.defined() == (epilogue == BnEpilogue::AddRelu), ValueError,
               "[{}] a residual is given exactly when the epilogue adds one", op);
@@ -119,18 +120,21 @@ NormResult batch_norm_forward(const Tensor& input, const Tensor& weight, const T
 
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                              BnEpilogue epilogue, const Tensor& output, bool want_residual) {
+                              BnEpilogue epilogue, const Tensor& output, bool want_residual,
+                              const Tensor& bias) {
   const char* op = "batch_norm_backward";
-  IGNIS_CHECK(epilogue == BnEpilogue::None || output.defined(), ValueError,
+  const bool masked = epilogue == BnEpilogue::Relu || epilogue == BnEpilogue::AddRelu;
+  IGNIS_CHECK(!masked || output.defined(), ValueError,
               "[{}] the ReLU epilogue needs the forward's output", op);
   IGNIS_CHECK(!want_residual || epilogue == BnEpilogue::AddRelu, ValueError,
               "[{}] a residual gradient needs the AddRelu epilogue", op);
   const DType pd = nn_compute_dtype(op, input.dtype()), cd = input.dtype();
-  check_bn_param_dtype(op, input, pd, {{"weight", &weight}});
+  check_bn_param_dtype(op, input, pd, {{"weight", &weight}, {"bias", &bias}});
   IGNIS_CHECK(input.dim() >= 2, ShapeError, "[{}] expected an input [N, C, ...], got shape {}",
               op, shape_str(input.sizes()));
   const int64_t C = input.size(1);
   check_param(op, "weight", weight, {C});
+  check_param(op, "bias", bias, {C});
   IGNIS_CHECK(save_mean.defined() && save_invstd.defined(), ValueError,
               "[{}] save_mean and save_invstd are required", op);
   check_param(op, "save_mean", save_mean, {C});
@@ -145,7 +149,8 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
   a.grad_input = empty_in_layout(input.sizes(), cd, input.device(), cl);
   a.grad_weight = make_tensor({C}, pd, input.device());
   a.grad_bias = make_tensor({C}, pd, input.device());
-  if (epilogue != BnEpilogue::None) {
+  if (epilogue == BnEpilogue::Gelu) a.bias = maybe_contiguous(bias, pd);
+  if (masked) {
     IGNIS_CHECK(output.sizes() == input.sizes(), ShapeError,
                 "[{}] expected the forward's output of the input's shape {}, got {}", op,
                 shape_str(input.sizes()), shape_str(output.sizes()));

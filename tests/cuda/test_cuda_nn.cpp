@@ -269,6 +269,58 @@ TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
           }
 }
 
+// batch_norm_gelu (the airbench blocks' batch norm): the GELU epilogue forward and its
+// backward, which recomputes the normalised value from the input, against the CPU; float32
+// and float64 through run_on, and bf16 activations with float32 parameters as under autocast.
+TEST(CudaNn, BatchNormGeluMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  for (DType t : {kFloat32, kFloat64})
+    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}, Shape{2, 100, 4, 4}})
+      for (bool cl : {false, true})
+        for (bool training : {true, false}) {
+          const int64_t C = shape[1];
+          const std::vector<Tensor> in{random_tensor(shape, -3, 3, 50),
+                                       random_tensor({C}, 0.5, 1.5, 51),
+                                       random_tensor({C}, -0.5, 0.5, 52)};
+          Tensor rm_cpu = random_tensor({C}, -0.5, 0.5, 53).to(t), rv_cpu = random_tensor({C}, 0.5, 1.5, 54).to(t);
+          Tensor rm_gpu = rm_cpu.to(kGpu, t), rv_gpu = rv_cpu.to(kGpu, t);
+          const auto fn_with = [=](const Tensor* rm, const Tensor* rv) -> Fn {
+            return [=](const std::vector<Tensor>& v) {
+              return batch_norm_gelu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4);
+            };
+          };
+          const auto cpu = run_on(Device::cpu(), t, fn_with(&rm_cpu, &rv_cpu), in, cl, 55);
+          const auto gpu = run_on(kGpu, t, fn_with(&rm_gpu, &rv_gpu), in, cl, 55);
+          const double tol = t == kFloat64 ? 1e-10 : 2e-5;
+          const std::string tag = std::string(dtype_name(t)) + (training ? " training" : " eval") +
+                                  (cl ? " channels-last " : " ") + detail::shape_str(shape);
+          ASSERT_EQ(cpu.size(), gpu.size());
+          for (size_t i = 0; i < cpu.size(); ++i)
+            EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << tag << " #" << i;
+          EXPECT_TRUE(matches_cpu(rm_gpu, rm_cpu, tol, tol)) << tag << " running_mean";
+          EXPECT_TRUE(matches_cpu(rv_gpu, rv_cpu, tol, tol)) << tag << " running_var";
+        }
+  for (bool cl : {false, true}) {
+    std::vector<std::vector<Tensor>> results;
+    for (Device d : {Device::cpu(), kGpu}) {
+      Tensor x = random_tensor({8, 64, 15, 15}, -3, 3, 56).to(d, kBFloat16);
+      if (cl) x = x.contiguous(MemoryFormat::channels_last);
+      x.requires_grad_();
+      Tensor w = random_tensor({64}, 0.5, 1.5, 57).to(d).requires_grad_();
+      Tensor b = random_tensor({64}, -0.5, 0.5, 58).to(d).requires_grad_();
+      const Tensor y = batch_norm_gelu(x, Tensor(), Tensor(), w, b, true, 0.4, 1e-12);
+      (y * random_tensor(y.sizes(), -1, 1, 59).to(d, kBFloat16)).sum().backward();
+      results.push_back({y.detach(), x.grad(), w.grad(), b.grad()});
+    }
+    EXPECT_EQ(results[1][0].dtype(), kBFloat16);
+    EXPECT_EQ(results[1][0].is_contiguous(MemoryFormat::channels_last), cl);
+    const char* names[] = {"output", "grad_input", "grad_weight", "grad_bias"};
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(matches_cpu(results[1][i], results[0][i], i < 2 ? 1e-2 : 1e-4, i < 2 ? 1e-2 : 1e-3))
+          << "bf16 " << (cl ? "channels-last " : "") << names[i];
+  }
+}
+
 TEST(CudaNn, BatchNorm16BitInputWithFloat32ParametersMatchesTheCpu) {
   // Autocast's case: a bf16/float16 activation (and residual) with float32 weight, bias and
   // running statistics (Note [Batch norm on 16-bit inputs]); each epilogue, both layouts.

@@ -102,6 +102,9 @@ class BatchNorm : public Module {
   /// batch_norm_relu (one node, one pass each way); with sync_group in training mode, the
   /// composition of SyncBatchNorm's forward, add and relu.
   Tensor forward_relu(const Tensor& x, const Tensor& residual = Tensor());
+  /// gelu(forward(x)) through the fused batch_norm_gelu (one node, one pass each way); with
+  /// sync_group in training mode, SyncBatchNorm's forward then gelu.
+  Tensor forward_gelu(const Tensor& x);
   std::string type_name() const override { return type_; }
   std::string extra_repr() const override;
 

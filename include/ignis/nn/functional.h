@@ -106,6 +106,7 @@ namespace ignis::nn::functional {
 using ignis::adaptive_avg_pool2d;
 using ignis::avg_pool2d;
 using ignis::batch_norm;
+using ignis::batch_norm_gelu;
 using ignis::batch_norm_relu;
 using ignis::conv2d;
 using ignis::conv_transpose2d;
