@@ -234,12 +234,15 @@ TEST(CudaNn, BatchNormTrainingEvalAndBackwardMatchTheCpu) {
 TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
   IGNIS_REQUIRE_CUDA();
   // {8, 3, 40, 40} takes several chunks per channel, {2, 100, 4, 4} several channel tiles;
-  // the residual follows the input's layout.
+  // the residual follows the input's layout. Epilogues: ReLU, residual add + ReLU, and GELU
+  // (batch_norm_gelu, whose backward recomputes the normalised value from the input).
+  enum class Epi { relu, add_relu, gelu };
   for (DType t : {kFloat32, kFloat64})
     for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}, Shape{2, 100, 4, 4}})
       for (bool cl : {false, true})
         for (bool training : {true, false})
-          for (bool residual : {false, true}) {
+          for (Epi epi : {Epi::relu, Epi::add_relu, Epi::gelu}) {
+            const bool residual = epi == Epi::add_relu;
             const int64_t C = shape[1];
             std::vector<Tensor> in{
                 random_tensor(shape, -2, 3, 40),
@@ -250,6 +253,8 @@ TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
             Tensor rm_gpu = rm_cpu.to(kGpu, t), rv_gpu = rv_cpu.to(kGpu, t);
             const auto fn_with = [=](const Tensor* rm, const Tensor* rv) -> Fn {
               return [=](const std::vector<Tensor>& v) {
+                if (epi == Epi::gelu)
+                  return batch_norm_gelu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4);
                 Tensor r;
                 if (residual) r = cl ? v[3].contiguous(MemoryFormat::channels_last) : v[3];
                 return batch_norm_relu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4, r);
@@ -259,7 +264,8 @@ TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
             const auto gpu = run_on(kGpu, t, fn_with(&rm_gpu, &rv_gpu), in, cl, 46);
             const double tol = t == kFloat64 ? 1e-10 : 2e-5;
             const std::string tag = std::string(dtype_name(t)) + (training ? " training" : " eval") +
-                                    (cl ? " channels-last " : " ") + (residual ? "+ residual " : "") +
+                                    (cl ? " channels-last " : " ") +
+                                    (epi == Epi::gelu ? "gelu " : residual ? "+ residual " : "") +
                                     detail::shape_str(shape);
             ASSERT_EQ(cpu.size(), gpu.size());
             for (size_t i = 0; i < cpu.size(); ++i)
@@ -269,37 +275,10 @@ TEST(CudaNn, BatchNormReluAndResidualMatchTheCpu) {
           }
 }
 
-// batch_norm_gelu (the airbench blocks' batch norm): the GELU epilogue forward and its
-// backward, which recomputes the normalised value from the input, against the CPU; float32
-// and float64 through run_on, and bf16 activations with float32 parameters as under autocast.
+// batch_norm_gelu on bf16 activations with float32 parameters, as the airbench blocks run
+// under autocast, in both layouts, against the CPU (float32 and float64: the test above).
 TEST(CudaNn, BatchNormGeluMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
-  for (DType t : {kFloat32, kFloat64})
-    for (const Shape& shape : {Shape{4, 3, 5, 6}, Shape{8, 3, 40, 40}, Shape{2, 100, 4, 4}})
-      for (bool cl : {false, true})
-        for (bool training : {true, false}) {
-          const int64_t C = shape[1];
-          const std::vector<Tensor> in{random_tensor(shape, -3, 3, 50),
-                                       random_tensor({C}, 0.5, 1.5, 51),
-                                       random_tensor({C}, -0.5, 0.5, 52)};
-          Tensor rm_cpu = random_tensor({C}, -0.5, 0.5, 53).to(t), rv_cpu = random_tensor({C}, 0.5, 1.5, 54).to(t);
-          Tensor rm_gpu = rm_cpu.to(kGpu, t), rv_gpu = rv_cpu.to(kGpu, t);
-          const auto fn_with = [=](const Tensor* rm, const Tensor* rv) -> Fn {
-            return [=](const std::vector<Tensor>& v) {
-              return batch_norm_gelu(v[0], *rm, *rv, v[1], v[2], training, 0.2, 1e-4);
-            };
-          };
-          const auto cpu = run_on(Device::cpu(), t, fn_with(&rm_cpu, &rv_cpu), in, cl, 55);
-          const auto gpu = run_on(kGpu, t, fn_with(&rm_gpu, &rv_gpu), in, cl, 55);
-          const double tol = t == kFloat64 ? 1e-10 : 2e-5;
-          const std::string tag = std::string(dtype_name(t)) + (training ? " training" : " eval") +
-                                  (cl ? " channels-last " : " ") + detail::shape_str(shape);
-          ASSERT_EQ(cpu.size(), gpu.size());
-          for (size_t i = 0; i < cpu.size(); ++i)
-            EXPECT_TRUE(matches_cpu(gpu[i], cpu[i], tol, tol)) << tag << " #" << i;
-          EXPECT_TRUE(matches_cpu(rm_gpu, rm_cpu, tol, tol)) << tag << " running_mean";
-          EXPECT_TRUE(matches_cpu(rv_gpu, rv_cpu, tol, tol)) << tag << " running_var";
-        }
   for (bool cl : {false, true}) {
     std::vector<std::vector<Tensor>> results;
     for (Device d : {Device::cpu(), kGpu}) {
@@ -376,14 +355,18 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
        .dilation = {2, 2},
        .ceil_mode = true},
   };
+  // 16-bit inputs too: max pooling runs on the 16-bit values themselves on the GPU (the CPU
+  // through float32), with the same values and indices, and the same gradients (exactly when
+  // no windows overlap, after one rounding of float sums when they do).
   for (const Pool2dOptions& o : max_cases)
-    for (DType t : {kFloat32, kFloat64})
+    for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16})
       for (bool cl : {false, true}) {
         const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
         expect_like_cpu("max_pool2d", fn, {x}, t, cl);
-        // The argmax indices agree exactly (the first maximum wins ties on both).
+        // Values and argmax indices agree exactly (the first maximum wins ties on both).
         const auto [vc, ic] = max_pool2d_with_indices(leaf(x, Device::cpu(), t, cl), o);
         const auto [vg, ig] = max_pool2d_with_indices(leaf(x, kGpu, t, cl), o);
+        EXPECT_TRUE(testing::equals_cpu(vg, vc)) << "max_pool2d values " << dtype_name(t);
         EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d indices " << dtype_name(t);
       }
   // Ties: a constant input picks the first tap of every window on both devices.
@@ -415,19 +398,6 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
       for (bool cl : {false, true}) {
         const Fn fn = [&](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], out); };
         expect_like_cpu("adaptive_avg_pool2d", fn, {x}, t, cl);
-      }
-  // 16-bit inputs. Max pooling runs on the 16-bit values themselves on the GPU (the CPU
-  // through float32): the same values and indices, and the same gradients (exactly when no
-  // windows overlap, after one rounding of float sums when they do).
-  for (const Pool2dOptions& o : max_cases)
-    for (DType t : {kBFloat16, kFloat16})
-      for (bool cl : {false, true}) {
-        const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
-        expect_like_cpu("max_pool2d", fn, {x}, t, cl);
-        const auto [vc, ic] = max_pool2d_with_indices(leaf(x, Device::cpu(), t, cl), o);
-        const auto [vg, ig] = max_pool2d_with_indices(leaf(x, kGpu, t, cl), o);
-        EXPECT_TRUE(testing::equals_cpu(vg, vc)) << "max_pool2d values " << dtype_name(t);
-        EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d indices " << dtype_name(t);
       }
   // As airbench's blocks pool under bf16 autocast: channels-last, 2x2 windows over an odd
   // size. Output and gradient stay bf16 and channels-last, and equal the CPU's bit for bit.

@@ -5,7 +5,8 @@
 // module's own forward, ResNet's blocks against their unfused formula, and the error
 // messages. batch_norm_gelu: gradcheck in float64, the values, running statistics and
 // gradients of gelu(batch_norm(...)) in float64, float32, bfloat16 and float16 (with and
-// without weight and bias), and BatchNorm::forward_gelu against forward then gelu.
+// without weight and bias), and BatchNorm::forward_gelu against forward then gelu (with
+// forward_relu's module test).
 #include "nn/nn_test_helpers.h"
 
 namespace ignis {
@@ -109,29 +110,36 @@ TEST(BatchNormRelu, EqualsTheUnfusedComposition) {
     }
 }
 
-TEST(BatchNormRelu, ModuleForwardReluMatchesForwardThenRelu) {
+// BatchNorm::forward_relu and forward_gelu against the module's forward and the activation:
+// the same values and the same state (running statistics, num_batches_tracked) after it.
+TEST(BatchNormRelu, ModuleFusedForwardsMatchForwardThenActivation) {
   for (bool track : {true, false})
     for (bool affine : {true, false})
       for (bool training : {true, false}) {
         SCOPED_TRACE(fmt::format("track {} affine {} training {}", track, affine, training));
         const nn::BatchNormConfig config{.momentum = 0.3, .affine = affine, .track_running_stats = track};
-        nn::BatchNorm2d fused_bn(5, config), plain_bn(5, config);
+        nn::BatchNorm2d fused_bn(5, config), plain_bn(5, config), gelu_bn(5, config),
+            gelu_plain_bn(5, config);
+        const std::vector<nn::BatchNorm2d*> all{&fused_bn, &plain_bn, &gelu_bn, &gelu_plain_bn};
         if (affine) {
           NoGradGuard no_grad;
-          for (nn::BatchNorm2d* bn : {&fused_bn, &plain_bn}) {
+          for (nn::BatchNorm2d* bn : all) {
             bn->weight.copy_(random_tensor({5}, 0.5, 1.5, 21));
             bn->bias.copy_(random_tensor({5}, -0.5, 0.5, 22));
           }
         }
-        fused_bn.train(training), plain_bn.train(training);
+        for (nn::BatchNorm2d* bn : all) bn->train(training);
         for (int step = 0; step < 2; ++step) {
           const Tensor x = channels_last(random_tensor({3, 5, 4, 4}, -2, 2, 23 + step).to(kFloat32));
           const Tensor r = channels_last(random_tensor({3, 5, 4, 4}, -1, 1, 25 + step).to(kFloat32));
           EXPECT_TRUE(all_close(fused_bn.forward_relu(x), values_of(relu(plain_bn(x))), 0, 0));
           EXPECT_TRUE(all_close(fused_bn.forward_relu(x, r), values_of(relu(add(plain_bn(x), r))), 0, 0));
+          EXPECT_TRUE(all_close(gelu_bn.forward_gelu(x), values_of(gelu(gelu_plain_bn(x))), 0, 0));
         }
         for (const auto& [name, t] : plain_bn.state_dict())
           EXPECT_TRUE(all_close(fused_bn.state_dict().at(name), values_of(t), 0, 0)) << name;
+        for (const auto& [name, t] : gelu_plain_bn.state_dict())
+          EXPECT_TRUE(all_close(gelu_bn.state_dict().at(name), values_of(t), 0, 0)) << "gelu " << name;
       }
 }
 
@@ -241,29 +249,6 @@ TEST(BatchNormGelu, EqualsTheUnfusedComposition) {
         const double t = i == 0 ? tol : std::max(tol * 1e-2, dtype == kFloat64 ? 1e-12 : 1e-6);
         EXPECT_TRUE(all_close(fused.grads[i], values_of(plain.grads[i]), t, t)) << "input " << i;
       }
-    }
-}
-
-TEST(BatchNormGelu, ModuleForwardGeluMatchesForwardThenGelu) {
-  for (bool track : {true, false})
-    for (bool training : {true, false}) {
-      SCOPED_TRACE(fmt::format("track {} training {}", track, training));
-      const nn::BatchNormConfig config{.momentum = 0.3, .track_running_stats = track};
-      nn::BatchNorm2d fused_bn(5, config), plain_bn(5, config);
-      {
-        NoGradGuard no_grad;
-        for (nn::BatchNorm2d* bn : {&fused_bn, &plain_bn}) {
-          bn->weight.copy_(random_tensor({5}, 0.5, 1.5, 21));
-          bn->bias.copy_(random_tensor({5}, -0.5, 0.5, 22));
-        }
-      }
-      fused_bn.train(training), plain_bn.train(training);
-      for (int step = 0; step < 2; ++step) {
-        const Tensor x = channels_last(random_tensor({3, 5, 4, 4}, -2, 2, 23 + step).to(kFloat32));
-        EXPECT_TRUE(all_close(fused_bn.forward_gelu(x), values_of(gelu(plain_bn(x))), 0, 0));
-      }
-      for (const auto& [name, t] : plain_bn.state_dict())
-        EXPECT_TRUE(all_close(fused_bn.state_dict().at(name), values_of(t), 0, 0)) << name;
     }
 }
 
