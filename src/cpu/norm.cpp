@@ -321,18 +321,6 @@ void batch_norm_forward(const BatchNormArgs& a) {
   }
 }
 
-/// The gradient reaching the normalised value through epilogue E, at one element: g masked by
-/// the saved output's sign (Relu, AddRelu), times gelu'(z) for z recomputed from x (Gelu),
-/// or g itself. T is the compute type (float for 16-bit storage S); y and the per-channel
-/// scale and shift are read only by the epilogues that need them.
-template <BnEpilogue E, class S, class T>
-T epilogue_grad(T g, T x, T y, double scale, double shift) {
-  if constexpr (E == BnEpilogue::Gelu)
-    return kernels::batch_norm_gelu_grad<S>(g, x, T(scale), T(shift));
-  else
-    return kernels::batch_norm_masked_grad<E>(g, y);
-}
-
 /// The per-channel values the backward passes read, as arrays indexed like the elements they
 /// meet (a channels-last row's channels, or 8 lanes of one NCHW channel): mean, invstd, and
 /// for the GELU epilogue the forward's scale and shift (P values held in double).
@@ -356,9 +344,9 @@ void grad_sums_run(const T* __restrict__ x, const T* __restrict__ g, const T* __
   const double* __restrict__ is = q.invstd;
   constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
-    const T gm = epilogue_grad<E, S>(g[j], x[j], kMask ? y[j] : T(0),
-                                     E == BnEpilogue::Gelu ? q.scale[j] : 0.0,
-                                     E == BnEpilogue::Gelu ? q.shift[j] : 0.0);
+    const T gm = kernels::batch_norm_epilogue_grad<E, S>(
+        g[j], x[j], kMask ? y[j] : T(0), E == BnEpilogue::Gelu ? T(q.scale[j]) : T(0),
+        E == BnEpilogue::Gelu ? T(q.shift[j]) : T(0));
     if constexpr (kStore) gm_out[j] = gm;
     s0[j] += double(gm);
     s1[j] += double(gm) * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
@@ -449,9 +437,9 @@ void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* _
   constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t c = kScalar ? 0 : j;
-    const T gm = epilogue_grad<E, S>(g[j], x[j], kMask ? y[j] : T(0),
-                                     E == BnEpilogue::Gelu ? q.scale[c] : 0.0,
-                                     E == BnEpilogue::Gelu ? q.shift[c] : 0.0);
+    const T gm = kernels::batch_norm_epilogue_grad<E, S>(
+        g[j], x[j], kMask ? y[j] : T(0), E == BnEpilogue::Gelu ? T(q.scale[c]) : T(0),
+        E == BnEpilogue::Gelu ? T(q.shift[c]) : T(0));
     const double xhat = kernels::batch_norm_xhat(double(x[j]), m[c], is[c]);
     gi[j] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
   }

@@ -63,6 +63,7 @@ DeviceReports& reports_of(int device) {
 /// Retires the pending reports whose launches are done (all of them with wait_oldest only
 /// for the oldest, which is waited for first); returns the first error's message.
 std::optional<std::string> retire(DeviceReports& r, int device, bool wait_oldest) {
+  if (r.pending.empty()) return std::nullopt;  // most calls: nothing to ask the device
   DeviceGuard guard(device);
   if (wait_oldest && !r.pending.empty())
     IGNIS_CUDA_CHECK(cudaEventSynchronize(r.pending.front().done), kOp);
@@ -127,8 +128,7 @@ void raise_kernel_errors(int device) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     for (size_t d = 0; d < g_devices.size(); ++d) {
-      if (!g_devices[d] || g_devices[d]->pending.empty()) continue;
-      if (device >= 0 && size_t(device) != d) continue;
+      if (!g_devices[d] || (device >= 0 && size_t(device) != d)) continue;
       auto found = retire(*g_devices[d], int(d), false);
       if (found && !error) error = std::move(found);
     }

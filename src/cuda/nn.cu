@@ -70,18 +70,18 @@ void with_epilogue(BnEpilogue e, const F& f) {
   }
 }
 
-/// The gradient at element i of channel c carried back through the epilogue: masked by the
-/// saved output y's sign (Relu, AddRelu), or times gelu'(z) for the normalised value z
-/// recomputed from x with the forward's scale and shift (Gelu; computed in BnParam<T>).
+/// kernels::batch_norm_epilogue_grad at element i of channel c, computed in BnParam<T> (the
+/// saved output y and Gelu's refolded scale and shift are read only where E needs them).
 template <BnEpilogue E, class T>
-__device__ __forceinline__ T masked_grad(const T* g, const T* y, const T* x, int64_t i, int64_t c,
-                                         const BnParam<T>* scale, const BnParam<T>* shift) {
-  if constexpr (E == BnEpilogue::Gelu) {
-    using P = BnParam<T>;
-    return T(kernels::batch_norm_gelu_grad<T>(P(g[i]), P(x[i]), scale[c], shift[c]));
-  } else {
-    return kernels::batch_norm_masked_grad<E>(g[i], E == BnEpilogue::None ? T(0) : y[i]);
-  }
+__device__ __forceinline__ T epilogue_grad(const T* g, const T* y, const T* x, int64_t i,
+                                           int64_t c, const BnParam<T>* scale,
+                                           const BnParam<T>* shift) {
+  using P = BnParam<T>;
+  constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
+  constexpr bool kGelu = E == BnEpilogue::Gelu;
+  return T(kernels::batch_norm_epilogue_grad<E, T>(P(g[i]), P(x[i]), kMask ? P(y[i]) : P(0),
+                                                   kGelu ? scale[c] : P(0),
+                                                   kGelu ? shift[c] : P(0)));
 }
 
 /// f.template operator()<I>() with the index type for a tensor of `total` elements.
@@ -198,7 +198,7 @@ __global__ void batch_norm_partial_grads_cl(
     const double m = double(mean[c]), is = double(invstd[c]);
     for (int64_t r = begin + threadIdx.y; r < end; r += kTileRows) {
       const int64_t i = v.template at<I>(c, r);
-      const double gm = double(masked_grad<E>(g, y, x, i, c, scale, shift));
+      const double gm = double(epilogue_grad<E>(g, y, x, i, c, scale, shift));
       sg += gm;
       sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
     }
@@ -339,7 +339,7 @@ __global__ void batch_norm_partial_grads(
   double sg = 0, sgx = 0;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     const int64_t i = v.template at<I>(c, k);
-    const double gm = double(masked_grad<E>(g, y, x, i, c, scale, shift));
+    const double gm = double(epilogue_grad<E>(g, y, x, i, c, scale, shift));
     sg += gm;
     sgx += gm * kernels::batch_norm_xhat(double(x[i]), m, is);
   }
@@ -397,7 +397,7 @@ __global__ void batch_norm_grad_apply(
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = v.template channel_of<I>(i);
-    const T gm = masked_grad<E>(g, y, x, i, c, scale, shift);
+    const T gm = epilogue_grad<E>(g, y, x, i, c, scale, shift);
     const double xhat = kernels::batch_norm_xhat(double(x[i]), double(mean[c]), double(invstd[c]));
     gi[i] = T(kernels::batch_norm_grad_input(
         double(gm), xhat, coef[3 * c], coef[3 * c + 1], coef[3 * c + 2]));

@@ -75,6 +75,18 @@ IGNIS_HOST_DEVICE T batch_norm_gelu_grad(T g, T x, T scale, T shift) {
   return T(S(g * d));
 }
 
+/// The gradient reaching the normalised value through epilogue E at one element, in compute
+/// type T for storage type S: g masked by the saved output y's sign (Relu, AddRelu), times
+/// gelu'(z) for z recomputed from x with the forward's scale and shift (Gelu), or g itself.
+/// y is read only by the ReLU epilogues, x, scale and shift only by Gelu.
+template <BnEpilogue E, class S, class T>
+IGNIS_HOST_DEVICE T batch_norm_epilogue_grad(T g, T x, T y, T scale, T shift) {
+  if constexpr (E == BnEpilogue::Gelu)
+    return batch_norm_gelu_grad<S>(g, x, scale, shift);
+  else
+    return batch_norm_masked_grad<E>(g, y);
+}
+
 /// The normalised input (x - mean) * invstd, in double as the statistics are.
 IGNIS_HOST_DEVICE double batch_norm_xhat(double x, double mean, double invstd) {
   return (x - mean) * invstd;

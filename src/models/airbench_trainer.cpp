@@ -78,15 +78,14 @@ Tensor Airbench94Trainer::optimize(const Tensor& x, const Tensor& y, Tensor& log
 Airbench94Trainer::StepResult Airbench94Trainer::step(const Tensor& x, const Tensor& y) {
   StepResult r;
   if (options_.cuda_graph && x.device().is_cuda()) {
-    // The graph has one output: [loss, the logits' values], float32.
+    // The graph has one output: [loss, the logits' values], float32 (capture_step detaches it).
     if (!graphed_)
       graphed_ = std::make_unique<cuda::CapturedStep>(
           [this](const Tensor& xb, const Tensor& yb) {
             Tensor logits;
             const Tensor loss = optimize(xb, yb, logits);
             NoGradGuard plain;
-            return cat({loss.detach().to(kFloat32).reshape({1}),
-                        logits.detach().to(kFloat32).reshape({-1})});
+            return cat({loss.to(kFloat32).reshape({1}), logits.to(kFloat32).reshape({-1})});
           },
           cuda::CaptureOptions{});
     const Tensor out = (*graphed_)(x, y);

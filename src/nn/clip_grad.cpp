@@ -42,9 +42,11 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                 "so it cannot be clipped",
                 norm_type);
   const Tensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
-  for (auto& p : parameters) {
-    Tensor g = p.grad();
-    if (g.defined()) g.mul_(coef.to(g.device()).to(g.dtype()));
+  // Converted once for the gradients' usual device and dtype (the first's), not per tensor.
+  const Tensor common = coef.to(grads[0].device()).to(grads[0].dtype());
+  for (Tensor& g : grads) {  // handles of the parameters' .grad(): scaled in place
+    const bool same = g.device() == common.device() && g.dtype() == common.dtype();
+    g.mul_(same ? common : coef.to(g.device()).to(g.dtype()));
   }
   return total.to(grads[0].dtype());
 }
