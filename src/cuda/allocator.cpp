@@ -32,7 +32,7 @@ class EventsOnStreams : public RawMemory {
   }
   bool event_done(EventId e) override {
     const cudaError_t err = cudaEventQuery(reinterpret_cast<cudaEvent_t>(e));
-    if (err == cudaErrorNotReady) return false;
+    if (still_running(err)) return false;
     IGNIS_CUDA_CHECK(err, "allocator");
     return true;
   }

@@ -19,6 +19,15 @@ inline void check_cuda(cudaError_t err, const char* call, const char* op, const 
                        int line) {
   if (err != cudaSuccess) throw_cuda_error(err, call, op, file, line);
 }
+/// True when a query (cudaEventQuery, cudaStreamQuery) says the work is still running. The
+/// runtime also keeps cudaErrorNotReady as the thread's last error, which the next
+/// IGNIS_CUDA_CHECK_LAUNCH (cudaGetLastError) would report as a failed launch: it is cleared
+/// here, as PyTorch's stream and event queries do.
+inline bool still_running(cudaError_t err) {
+  if (err != cudaErrorNotReady) return false;
+  (void)cudaGetLastError();
+  return true;
+}
 inline void check_cublas(cublasStatus_t status, const char* call, const char* op,
                          const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS) throw_cublas_error(status, call, op, file, line);

@@ -70,7 +70,7 @@ std::optional<std::string> retire(DeviceReports& r, int device, bool wait_oldest
   std::optional<std::string> first;
   for (auto it = r.pending.begin(); it != r.pending.end();) {
     const cudaError_t state = cudaEventQuery(it->done);
-    if (state == cudaErrorNotReady) {
+    if (still_running(state)) {
       ++it;
       continue;
     }
@@ -106,6 +106,12 @@ KernelReport* take_report(int device) {
   }
   if (error) throw IndexError(*error);
   return slot;
+}
+
+void release_report(int device, KernelReport* report) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceReports& r = reports_of(device);
+  r.free_slots.push_back(size_t(report - r.device));
 }
 
 void watch_report(int device, KernelReport* report, cudaStream_t stream, DescribeReport describe) {

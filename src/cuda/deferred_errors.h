@@ -9,6 +9,8 @@
 // cuda::synchronize, Stream::synchronize, Event::synchronize). So the error surfaces at the
 // first such point after the bad call, as PyTorch's device-side asserts do, but leaves the
 // device usable, and a training step keeps no host wait beyond the ones its caller asks for.
+// Reports are per device, not per thread: the first thread that synchronises after a bad call
+// (a loader or metrics thread calling .cpu(), say) is the one that receives its IndexError.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,6 +36,9 @@ using DescribeReport = std::function<std::string(const KernelReport&)>;
 /// First raises (as IndexError) the first error of the device's earlier reports that are
 /// final, so a bad call is reported at the latest by the next call that takes a report.
 KernelReport* take_report(int device);
+/// Gives back a report taken by take_report whose kernel was never launched (its launch
+/// failed), so that the slot is not lost.
+void release_report(int device, KernelReport* report);
 /// Records the event after which `report` is final on `stream` (of `device`); describe makes
 /// the message if it holds an error. Never call it during a CUDA graph capture.
 void watch_report(int device, KernelReport* report, cudaStream_t stream, DescribeReport describe);

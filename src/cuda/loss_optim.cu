@@ -129,7 +129,6 @@ void forward(CrossEntropyForward& a) {
   // Out-of-range targets are reported after the fact (Note [Deferred kernel errors]), except
   // inside a CUDA graph capture, where nothing reports them.
   const bool capturing = ignis::detail::capture_underway();
-  KernelReport* report = capturing ? nullptr : take_report(dev);
   // Scratch: row losses and row weights (doubles); the divisor and the bad-row minimum go to
   // the caller's device_stats.
   Tensor scratch = ignis::detail::make_tensor({2 * a.n}, kFloat64, Device::cuda(dev));
@@ -138,26 +137,34 @@ void forward(CrossEntropyForward& a) {
   double* weight_sum = a.device_stats;
   auto* bad = reinterpret_cast<unsigned long long*>(weight_sum + 1);
   IGNIS_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(*bad), on.stream), op);
-  if (a.n > 0) {
-    const auto blocks = unsigned((a.n + kRowsPerBlock - 1) / kRowsPerBlock);
-    cross_entropy_rows<T><<<blocks, kThreads, 0, on.stream>>>(
-        static_cast<const T*>(a.logits),
-        a.target,
-        static_cast<const T*>(a.weight),
-        static_cast<T*>(a.prob),
-        row_loss,
-        row_weight,
-        bad,
-        a.n,
-        a.c,
-        a.ignore_index,
-        a.label_smoothing);
+  // Taken after the allocation, and handed back if a launch fails before it is watched: a
+  // slot neither watched nor free would be lost for good.
+  KernelReport* report = capturing ? nullptr : take_report(dev);
+  try {
+    if (a.n > 0) {
+      const auto blocks = unsigned((a.n + kRowsPerBlock - 1) / kRowsPerBlock);
+      cross_entropy_rows<T><<<blocks, kThreads, 0, on.stream>>>(
+          static_cast<const T*>(a.logits),
+          a.target,
+          static_cast<const T*>(a.weight),
+          static_cast<T*>(a.prob),
+          row_loss,
+          row_weight,
+          bad,
+          a.n,
+          a.c,
+          a.ignore_index,
+          a.label_smoothing);
+      IGNIS_CUDA_CHECK_LAUNCH(op);
+    }
+    cross_entropy_reduce<T><<<1, 1024, 0, on.stream>>>(
+        row_loss, row_weight, static_cast<T*>(a.out), weight_sum, bad, a.target, report, a.n,
+        a.reduction);
     IGNIS_CUDA_CHECK_LAUNCH(op);
+  } catch (...) {
+    if (report) release_report(dev, report);
+    throw;
   }
-  cross_entropy_reduce<T><<<1, 1024, 0, on.stream>>>(
-      row_loss, row_weight, static_cast<T*>(a.out), weight_sum, bad, a.target, report, a.n,
-      a.reduction);
-  IGNIS_CUDA_CHECK_LAUNCH(op);
   if (report)
     watch_report(dev, report, on.stream, [c = a.c, n = a.n](const KernelReport& r) {
       return fmt::format(

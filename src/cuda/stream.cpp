@@ -63,7 +63,7 @@ void Stream::synchronize() const {
 
 bool Stream::query() const {
   const cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(handle_));
-  if (err == cudaErrorNotReady) return false;
+  if (detail::still_running(err)) return false;
   IGNIS_CUDA_CHECK(err, "Stream::query");
   return true;
 }
@@ -131,7 +131,7 @@ void Event::synchronize() const {
 bool Event::query() const {
   if (!impl_->event) return true;
   const cudaError_t err = cudaEventQuery(impl_->event);
-  if (err == cudaErrorNotReady) return false;
+  if (detail::still_running(err)) return false;
   IGNIS_CUDA_CHECK(err, "Event::query");
   return true;
 }

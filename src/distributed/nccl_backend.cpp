@@ -127,6 +127,7 @@ class NcclWork : public Work {
     if (done_) return true;
     cudaError_t rc = cudaEventQuery(done_event_);
     if (rc == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // kept as the last error too; a later launch check would see it
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_->comm, &async);
       check_nccl(async, op_, *comm_);
