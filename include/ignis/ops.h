@@ -137,6 +137,7 @@ Tensor relu(const Tensor& x);
 /// gelu(x) = x * Phi(x); approximate = "tanh" uses the tanh formula, "none" the exact erf.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
+Tensor reciprocal(const Tensor& x);  ///< 1 / x
 /// log(1 + exp(beta x)) / beta, linear above threshold (as torch.nn.functional.softplus).
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 /// Clamps to [min, max]; either bound may be absent. NaN stays NaN.

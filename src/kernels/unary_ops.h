@@ -60,15 +60,27 @@ struct Relu {
     return (x > T(0) || is_nan(x)) ? x : T(0);
   }
 };
-/// clamp(x, a, b) with either bound optional; NaN passes through.
+/// clamp(x, a, b) with either bound optional; NaN passes through (both comparisons are
+/// false). Two selects against bounds widened to the type's range when absent: no branch in
+/// the element loop, so the CPU loops vectorise it.
 struct Clamp {
   IGNIS_UNARY_HEADER(clamp, Numeric)
   UnaryParams p;
   template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    if (is_nan(x)) return x;
-    if (p.has_a && x < T(p.a)) x = T(p.a);
-    if (p.has_b && x > T(p.b)) x = T(p.b);
-    return x;
+    const T lo = p.has_a ? T(p.a) : lowest<T>();
+    const T hi = p.has_b ? T(p.b) : highest<T>();
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+  }
+
+ private:
+  template <class T> IGNIS_HOST_DEVICE static T lowest() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  template <class T> IGNIS_HOST_DEVICE static T highest() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
   }
 };
 struct Exp {

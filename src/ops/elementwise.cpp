@@ -391,6 +391,7 @@ IGNIS_DEFINE_UNARY(cos, Floating)
 IGNIS_DEFINE_UNARY(tanh, Floating)
 IGNIS_DEFINE_UNARY(sigmoid, Floating)
 IGNIS_DEFINE_UNARY(silu, Floating)
+IGNIS_DEFINE_UNARY(reciprocal, Floating)
 #undef IGNIS_DEFINE_UNARY
 Tensor neg(const Tensor& x) {
   IGNIS_CHECK(x.dtype() != kBool, DTypeError,

@@ -50,6 +50,7 @@ const std::vector<UnaryCase>& unary_cases() {
       {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -6, 6, true},
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, -6, 6, true},
       {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x / (1 + std::exp(-x)); }, -20, 20, true},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double x) { return 1 / x; }, 0.25, 8, true},
       {"softplus", [](const Tensor& x) { return softplus(x, 2, 10); },
        [](double x) { return 2 * x > 10 ? x : std::log1p(std::exp(2 * x)) / 2; }, -10, 10, true},
   };
