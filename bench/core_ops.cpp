@@ -3,7 +3,8 @@
 //
 // Rows: add of two 16M-element float32 tensors, a broadcasting add [4096,4096] + [4096],
 // softmax over the last dim of [4096,4096], sum over dim 0 and dim 1 of [4096,4096], float32
-// matmul 1024x1024x1024, a chain of 10 small elementwise ops on [64,512] (per-op overhead),
+// matmul 1024x1024x1024, a chain of 10 elementwise ops on [64,512] (per-op overhead) and on
+// [4096,4096] (memory traffic), each op by op and fused into one pass with ignis::fuse,
 // and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
@@ -143,24 +144,45 @@ int main(int argc, char** argv) {
     row(o, "matmul", "1024x1024x1024", 3 * n * n * F, 2 * n * n * n,
         [&] { Tensor c = ignis::matmul(a, b); });
   }
-  if (wanted(o, "small_chain")) {
-    // Ten cheap ops on 32768 elements (128 KB, cache-resident): the time is mostly per-op
-    // overhead (dispatch, allocation, threading decisions). Same chain in core_ops.py.
+  // The chain of ten cheap elementwise ops (same chain in core_ops.py), written once for
+  // tensors and for ignis::fuse.
+  const auto chain = [](auto x, auto y) {
+    auto t = x * y;
+    t = t + y;
+    t = relu(t);
+    t = t * 0.5;
+    t = t + 1.0;
+    t = neg(t);
+    t = abs(t);
+    t = t - y;
+    t = maximum(t, y);
+    return clamp(t, -1.0, 1.0);
+  };
+  const auto fused_chain = ignis::fuse(chain, "chain");
+  // Bytes op by op: 5 ops read two tensors, 5 read one; all write one. Fused: x and y read
+  // once, the result written once (core_ops.py's fused rows run torch.jit.script).
+  const double chain_bytes = 5 * 3 + 5 * 2, fused_bytes = 3;
+  if (wanted(o, "small_chain") || wanted(o, "small_chain_fused")) {
+    // On 32768 elements (128 KB, cache-resident) the op-by-op time is mostly per-op overhead
+    // (dispatch, allocation, threading decisions).
     Tensor x = input({64, 512}, -2, 2), y = input({64, 512}, 1, -1);
     const double n = 64 * 512;
-    // Bytes: 5 ops read two tensors, 5 read one; all write one.
-    row(o, "small_chain", "10 ops on [64,512]", (5 * 3 + 5 * 2) * n * F, 10 * n, [&] {
-      Tensor t = x * y;
-      t = t + y;
-      t = ignis::relu(t);
-      t = t * 0.5;
-      t = t + 1.0;
-      t = ignis::neg(t);
-      t = ignis::abs(t);
-      t = t - y;
-      t = ignis::maximum(t, y);
-      t = ignis::clamp(t, -1.0, 1.0);
-    });
+    if (wanted(o, "small_chain"))
+      row(o, "small_chain", "10 ops on [64,512]", chain_bytes * n * F, 10 * n,
+          [&] { Tensor t = chain(x, y); });
+    if (wanted(o, "small_chain_fused"))
+      row(o, "small_chain_fused", "10 ops on [64,512], fused", fused_bytes * n * F, 10 * n,
+          [&] { Tensor t = fused_chain(x, y); });
+  }
+  if (wanted(o, "large_chain") || wanted(o, "large_chain_fused")) {
+    // On 16M elements (64 MB per tensor) every op by op pass goes through memory.
+    Tensor x = input({4096, 4096}, -2, 2), y = input({4096, 4096}, 1, -1);
+    if (wanted(o, "large_chain"))
+      row(o, "large_chain", "10 ops on [4096,4096]", chain_bytes * NR * F, 10 * NR,
+          [&] { Tensor t = chain(x, y); });
+    if (wanted(o, "large_chain_fused"))
+      row(o, "large_chain_fused", "10 ops on [4096,4096], fused", fused_bytes * NR * F, 10 * NR,
+          [&] { Tensor t = fused_chain(x, y); });
   }
   return 0;
 }

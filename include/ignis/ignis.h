@@ -9,6 +9,7 @@
 #include "ignis/distributed.h"
 #include "ignis/dtype.h"
 #include "ignis/error.h"
+#include "ignis/fuse.h"
 #include "ignis/io.h"
 #include "ignis/metrics.h"
 #include "ignis/models.h"

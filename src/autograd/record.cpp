@@ -1,6 +1,8 @@
 // Recording ops into the graph: see record.h.
 #include "autograd/record.h"
 
+#include <span>
+
 #include "core/error.h"
 #include "ignis/ops.h"
 
@@ -20,8 +22,11 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* op, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-            std::initializer_list<SaveSpec> saved, BackwardFn backward) {
+namespace {
+void record_saving(const char* op, const std::vector<Tensor>& outputs,
+                   const std::vector<Tensor>& inputs, const SaveSpec* saved_begin,
+                   size_t saved_count, BackwardFn backward) {
+  const std::span<const SaveSpec> saved(saved_begin, saved_count);
   auto node = std::make_shared<FunctionNode>();
   node->op = op;
   node->backward = std::move(backward);
@@ -66,6 +71,18 @@ void record(const char* op, const std::vector<Tensor>& outputs, const std::vecto
     m.output_nr = i;
   }
 }
+}  // namespace
+
+void record(const char* op, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+            std::initializer_list<SaveSpec> saved, BackwardFn backward) {
+  record_saving(op, outputs, inputs, saved.begin(), saved.size(), std::move(backward));
+}
+
+void record(const char* op, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+            const std::vector<SaveSpec>& saved, BackwardFn backward) {
+  record_saving(op, outputs, inputs, saved.data(), saved.size(), std::move(backward));
+}
+
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
   if (grad.sizes() == shape) return grad;

@@ -44,6 +44,9 @@ inline SaveSpec save_output(const Tensor& t) { return {&t, true}; }
 /// unpacked saved tensors to one gradient per input (undefined for inputs without one).
 void record(const char* op, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
             std::initializer_list<SaveSpec> saved, BackwardFn backward);
+/// The same with a saved list whose length is known only at run time.
+void record(const char* op, const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+            const std::vector<SaveSpec>& saved, BackwardFn backward);
 
 /// Reduces a gradient of a broadcast result to `shape` (sums the broadcast dims).
 Tensor sum_to(const Tensor& grad, const Shape& shape);

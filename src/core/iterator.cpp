@@ -10,9 +10,11 @@
 namespace ignis::detail {
 
 namespace {
-ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memory_order) {
-  ElementwisePlan p;
-  IGNIS_CHECK(n >= 1 && n <= kMaxOperands, ValueError, "[{}] elementwise plan with {} operands",
+template <class Plan>
+Plan build(const Tensor* const* ops, int n, const char* op, bool memory_order) {
+  constexpr int kOps = Plan::kMaxOperands;
+  Plan p;
+  IGNIS_CHECK(n >= 1 && n <= kOps, ValueError, "[{}] elementwise plan with {} operands",
               op, n);
   const Shape& shape = ops[0]->sizes();
   IGNIS_CHECK(shape.size() <= 64, ShapeError,
@@ -32,7 +34,7 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memo
   // output (channels-last, a transpose) is written in memory order and merges with inputs of
   // the same layout into one run. For a contiguous output both orders are the same.
   int64_t sizes[64];
-  int64_t strides[kMaxOperands][64];
+  int64_t strides[kOps][64];
   int dims[64];
   int nd = 0;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -70,7 +72,7 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memo
   // The farthest element an operand reaches sums its dims' extents (a [2, 3e9]-strided view
   // of 1e9 columns spans 4e9 elements though no single dim does).
   int64_t max_offset = p.numel;
-  int64_t span[kMaxOperands] = {};
+  int64_t span[kOps] = {};
   for (int d = 0; d < out; ++d) {
     p.sizes[d] = sizes[d];
     for (int i = 0; i < n; ++i) {
@@ -88,12 +90,16 @@ ElementwisePlan build(const Tensor* const* ops, int n, const char* op, bool memo
 }  // namespace
 
 ElementwisePlan make_plan(std::initializer_list<const Tensor*> operands, const char* op) {
-  return build(operands.begin(), int(operands.size()), op, false);
+  return build<ElementwisePlan>(operands.begin(), int(operands.size()), op, false);
 }
 
 ElementwisePlan make_plan_memory_order(std::initializer_list<const Tensor*> operands,
                                        const char* op) {
-  return build(operands.begin(), int(operands.size()), op, true);
+  return build<ElementwisePlan>(operands.begin(), int(operands.size()), op, true);
+}
+
+FusedPlan make_fused_plan(const std::vector<const Tensor*>& operands, const char* op) {
+  return build<FusedPlan>(operands.data(), int(operands.size()), op, true);
 }
 
 ElementwisePlan make_plan(const std::vector<Tensor>& operands, const char* op) {
@@ -103,7 +109,7 @@ ElementwisePlan make_plan(const std::vector<Tensor>& operands, const char* op) {
     if (n < kMaxOperands) ptrs[n] = &t;
     ++n;
   }
-  return build(ptrs, n, op, false);
+  return build<ElementwisePlan>(ptrs, n, op, false);
 }
 
 }  // namespace ignis::detail

@@ -24,14 +24,15 @@ using detail::kMaxPlanDims;
 
 /// Calls body(ptrs, inner_strides, count) for the runs of plan positions [begin, end), in
 /// row-major order, on the calling thread.
-template <class Body>
-void walk_range(const ElementwisePlan& p, int64_t begin, int64_t end, const Body& body) {
+template <class Plan, class Body>
+void walk_range(const Plan& p, int64_t begin, int64_t end, const Body& body) {
+  constexpr int kOps = Plan::kMaxOperands;
   if (begin >= end) return;
   const int nops = p.noperands;
-  int64_t item[kMaxOperands];
+  int64_t item[kOps];
   for (int i = 0; i < nops; ++i) item[i] = itemsize(p.dtypes[i]);
-  char* ptrs[kMaxOperands] = {};
-  int64_t st[kMaxOperands] = {};
+  char* ptrs[kOps] = {};
+  int64_t st[kOps] = {};
   if (p.ndim <= 1) {
     for (int i = 0; i < nops; ++i) {
       st[i] = p.ndim == 1 ? p.strides[i][0] : 0;
@@ -67,8 +68,8 @@ void walk_range(const ElementwisePlan& p, int64_t begin, int64_t end, const Body
 }
 
 /// walk_range over the whole plan, split across threads in chunks of at least `grain`.
-template <class Body>
-void cpu_for_each(const ElementwisePlan& p, const Body& body, int64_t grain = detail::kGrainSize) {
+template <class Plan, class Body>
+void cpu_for_each(const Plan& p, const Body& body, int64_t grain = detail::kGrainSize) {
   detail::parallel_for(0, p.numel, grain, [&](int64_t b, int64_t e) { walk_range(p, b, e, body); });
 }
 

@@ -10,6 +10,7 @@ void register_sort_cpu();     // sort.cpp
 void register_softmax_cpu();  // softmax.cpp
 void register_loss_cpu();     // cross_entropy.cpp: the fused cross-entropy
 void register_linear_act_cpu();  // linear_act.cpp: linear + ReLU fusion
+void register_fuse_cpu();        // fuse.cpp: fused elementwise programs
 void register_optim_cpu();    // optim_update.cpp: fused optimizer updates
 void register_random_cpu();   // random.cpp
 void register_nn_cpu();       // norm.cpp: conv (oneDNN), pooling, normalisation
@@ -28,6 +29,7 @@ void register_cpu_kernels() {
   cpu::register_softmax_cpu();
   cpu::register_loss_cpu();
   cpu::register_linear_act_cpu();
+  cpu::register_fuse_cpu();
   cpu::register_optim_cpu();
   cpu::register_random_cpu();
   cpu::register_nn_cpu();
