@@ -13,61 +13,50 @@ using kernels::UnaryOp;
 using Kind = FusedInstr::Kind;
 
 // ---- the functors by enum --------------------------------------------------------------------
-namespace {
-template <class List>
-struct UnaryTable;
-template <class... Ops>
-struct UnaryTable<kernels::TypeList<Ops...>> {
-  static double apply(UnaryOp op, double x, const kernels::UnaryParams& p) {
-    double r = 0;
-    ((Ops::id == op ? (r = double(kernels::make_unary<Ops>(p)(x)), true) : false) || ...);
-    return r;
-  }
-  static const char* name(UnaryOp op) {
-    const char* r = "?";
-    ((Ops::id == op ? (r = Ops::name, true) : false) || ...);
-    return r;
-  }
-  static kernels::OpKind kind(UnaryOp op) {
-    kernels::OpKind r = kernels::OpKind::Floating;
-    ((Ops::id == op ? (r = Ops::kind, true) : false) || ...);
-    return r;
-  }
-};
-template <class List>
-struct BinaryTable;
-template <class... Ops>
-struct BinaryTable<kernels::TypeList<Ops...>> {
-  static double apply(BinaryOp op, double a, double b, const kernels::BinaryParams& p) {
-    double r = 0;
-    ((Ops::id == op ? (r = double(kernels::make_binary<Ops>(p)(a, b)), true) : false) || ...);
-    return r;
-  }
-  static const char* name(BinaryOp op) {
-    const char* r = "?";
-    ((Ops::id == op ? (r = Ops::name, true) : false) || ...);
-    return r;
-  }
-  static kernels::BinaryKind kind(BinaryOp op) {
-    kernels::BinaryKind r = kernels::BinaryKind::Arithmetic;
-    ((Ops::id == op ? (r = Ops::kind, true) : false) || ...);
-    return r;
-  }
-};
-using Unaries = UnaryTable<kernels::UnaryFunctors>;
-using Binaries = BinaryTable<kernels::BinaryFunctors>;
-}  // namespace
 
+// Each walks the functor list once: these run while tracing and deriving, not per element.
 double apply_unary(UnaryOp op, double x, const kernels::UnaryParams& p) {
-  return Unaries::apply(op, x, p);
+  double r = 0;
+  kernels::for_each_type(kernels::UnaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = double(kernels::make_unary<Op>(p)(x));
+  });
+  return r;
 }
 double apply_binary(BinaryOp op, double a, double b, const kernels::BinaryParams& p) {
-  return Binaries::apply(op, a, b, p);
+  double r = 0;
+  kernels::for_each_type(kernels::BinaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = double(kernels::make_binary<Op>(p)(a, b));
+  });
+  return r;
 }
-const char* unary_name(UnaryOp op) { return Unaries::name(op); }
-const char* binary_name(BinaryOp op) { return Binaries::name(op); }
-kernels::OpKind unary_kind(UnaryOp op) { return Unaries::kind(op); }
-kernels::BinaryKind binary_kind(BinaryOp op) { return Binaries::kind(op); }
+const char* unary_name(UnaryOp op) {
+  const char* r = "?";
+  kernels::for_each_type(kernels::UnaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = Op::name;
+  });
+  return r;
+}
+const char* binary_name(BinaryOp op) {
+  const char* r = "?";
+  kernels::for_each_type(kernels::BinaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = Op::name;
+  });
+  return r;
+}
+kernels::OpKind unary_kind(UnaryOp op) {
+  kernels::OpKind r = kernels::OpKind::Floating;
+  kernels::for_each_type(kernels::UnaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = Op::kind;
+  });
+  return r;
+}
+kernels::BinaryKind binary_kind(BinaryOp op) {
+  kernels::BinaryKind r = kernels::BinaryKind::Arithmetic;
+  kernels::for_each_type(kernels::BinaryFunctors{}, [&]<class Op>() {
+    if (Op::id == op) r = Op::kind;
+  });
+  return r;
+}
 
 // ---- recording ---------------------------------------------------------------------------------
 int32_t FusedTrace::push(const FusedInstr& instr) {
