@@ -27,8 +27,9 @@
 // - Gradients flow as through the single ops (ties of maximum split in half, pow's base-0
 //   rule, relu's mask …): backward is another fused program derived from this one, and can
 //   itself be differentiated (create_graph).
-// - On the CPU the program runs as one kernel (src/cpu/fuse.cpp). Other devices run it op
-//   by op through the ordinary kernels: the same values, without the fusion.
+// - The program runs as one kernel on the CPU (src/cpu/fuse.cpp) and on CUDA
+//   (src/cuda/fuse.cu); a program too large for the CUDA kernel runs op by op through the
+//   ordinary kernels: the same values, without the fusion.
 #pragma once
 
 #include <cstdint>

@@ -271,7 +271,7 @@ class BlockEvaluator {
   std::vector<int> into_;      // per instruction: the output it writes in place, or -1
 };
 
-void fused_cpu(const FusedLaunch& launch) {
+bool fused_cpu(const FusedLaunch& launch) {
   const FusedPlan& plan = launch.plan;
   const FusedProgram& prog = *launch.program;
   // More arithmetic per element than a single op: split smaller tensors across threads.
@@ -287,6 +287,7 @@ void fused_cpu(const FusedLaunch& launch) {
       });
     });
   });
+  return true;
 }
 
 }  // namespace

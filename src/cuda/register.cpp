@@ -12,6 +12,7 @@ void register_random();      // random.cu: uniform, normal, randint, bernoulli
 void register_randperm();    // randperm.cu: keys + CUB radix sort
 void register_gemm();        // gemm.cpp: cuBLASLt
 void register_linear_act();  // linear_act.cu: linear + bias (cuBLASLt epilogue) + ReLU
+void register_fuse();        // fuse.cu: fused elementwise programs
 void register_loss_optim();  // loss_optim.cu: fused cross-entropy, fused SGD
 void register_multi_tensor_optim();  // multi_tensor_optim.cu: optimizer updates, unscale
 void register_row_norm();    // row_norm.cu: layer norm, group norm
@@ -35,6 +36,7 @@ void register_cuda_kernels() {
   register_randperm();
   register_gemm();
   register_linear_act();
+  register_fuse();
   register_loss_optim();
   register_multi_tensor_optim();
   register_nn();

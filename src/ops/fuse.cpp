@@ -143,8 +143,7 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
   const Shape& shape = call.shape;
   const DType result = call.result, compute = call.compute;
   const size_t noperands = prog.outputs.size() + inputs.size();
-  if (!(device.is_cpu() && fused_kernel.has(device.type) &&
-        noperands <= size_t(kMaxFusedOperands)))
+  if (!(fused_kernel.has(device.type) && noperands <= size_t(kMaxFusedOperands)))
     return run_fused_op_by_op(prog, inputs);
 
   // Outputs in the layout of the first input of the full shape (channels-last stays so).
@@ -166,7 +165,7 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
     launch.program = &prog;
     launch.plan = make_fused_plan(operands, name);
     launch.compute = compute;
-    fused_kernel.get(device)(launch);
+    if (!fused_kernel.get(device)(launch)) return run_fused_op_by_op(prog, inputs);
   }
   if (needs_grad(inputs)) record_fused(program, inputs, outputs);
   return outputs;

@@ -80,13 +80,15 @@ const char* binary_name(kernels::BinaryOp op);
 kernels::OpKind unary_kind(kernels::UnaryOp op);
 kernels::BinaryKind binary_kind(kernels::BinaryOp op);
 
-/// The CPU kernel: plan operands are the outputs (dtype `out`, contiguous in plan order),
-/// then the inputs (any dtype, any strides); arithmetic in `compute` (float32 or float64).
+/// A device's fused kernel: plan operands are the outputs (of the result dtype, contiguous in
+/// plan order), then the inputs (any dtype, any strides); arithmetic in `compute` (float32 or
+/// float64). Returns false when it does not take the program (too large for the CUDA kernel's
+/// arguments); the caller then runs it op by op.
 struct FusedLaunch {
   const FusedProgram* program = nullptr;
   FusedPlan plan;
   DType compute = kFloat32;
 };
-inline KernelSlot<void (*)(const FusedLaunch&)> fused_kernel{"fused"};
+inline KernelSlot<bool (*)(const FusedLaunch&)> fused_kernel{"fused"};
 
 }  // namespace ignis::detail
