@@ -57,6 +57,17 @@ int main() {
       16384.0 * 16384);
   row("softmax_16k", gpu_median_ms([&] { Tensor r = softmax(m, 1); }), 8.0 * 16384 * 16384, 0);
   row("randn_1GiB", gpu_median_ms([&] { c.normal_(); }), 4.0 * double(n), 0);
+  // bench/core_ops's ten-op chain on two 1 GiB tensors, op by op and through ignis::fuse
+  // (src/cuda/fuse.cu); bytes of the fused pass (a and b read, the result written once).
+  const auto chain = [](auto x, auto y) {
+    auto t = relu(x * y + y) * 0.5 + 1.0;
+    t = abs(-t) - y;
+    return clamp(maximum(t, y), -1.0, 1.0);
+  };
+  const auto fused_chain = fuse(chain, "chain");
+  row("chain10_1GiB", gpu_median_ms([&] { Tensor r = chain(a, b); }), 12.0 * double(n), 10.0 * double(n));
+  row("chain10_fused_1GiB", gpu_median_ms([&] { Tensor r = fused_chain(a, b); }), 12.0 * double(n),
+      10.0 * double(n));
   const int64_t k = 8192;
   for (DType t : {kFloat32, kBFloat16}) {
     Tensor x = randn({k, k}, TensorOptions(t, gpu)), y = randn({k, k}, TensorOptions(t, gpu));
