@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/graph_capture.h"
 #include "core/shape.h"
 #include "core/tensor_impl.h"
 #include "cuda/context.h"
@@ -266,7 +268,21 @@ void store_filter_grad(const Tensor& gw, const Tensor& memory, const Descs& d) {
 
 enum class Pass : int { Forward, Data, Filter };
 
-/// What decides an algorithm: the pass, the device, dtype, math mode, sizes and strides.
+/// Benchmark mode times every algorithm (cudnnFind*), which a CUDA graph capture cannot
+/// contain: a shape first met inside a capture takes cuDNN's heuristics instead.
+bool benchmark_now() { return cudnn_benchmark() && !ignis::detail::capture_underway(); }
+
+/// The largest power of two up to 256 that divides every operand's address: cuDNN may refuse
+/// an algorithm for alignment alone, so calls on differently aligned views (a storage offset)
+/// keep lists of their own rather than pruning the aligned calls' best algorithms.
+int64_t alignment_of(std::initializer_list<const Tensor*> ts) {
+  uintptr_t bits = 256;
+  for (const Tensor* t : ts) bits |= reinterpret_cast<uintptr_t>(t->data_ptr());
+  return int64_t(bits & (~bits + 1));
+}
+
+/// What decides an algorithm: the pass, the device, dtype, math mode, sizes and strides, and
+/// the operands' alignment.
 using AlgoKey = std::vector<int64_t>;
 AlgoKey key_of(
     Pass pass,
@@ -275,8 +291,8 @@ AlgoKey key_of(
     const Tensor& w,
     const Tensor& y,
     const Conv2dParams& p) {
-  AlgoKey k{
-      int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()), int64_t(cudnn_benchmark())};
+  AlgoKey k{int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()),
+            int64_t(benchmark_now()), alignment_of({&x, &w, &y})};
   for (const Tensor* t : {&x, &w, &y})
     for (int d = 0; d < 4; ++d) k.push_back(t->size(d)), k.push_back(t->stride(d));
   for (int i = 0; i < 2; ++i) k.insert(k.end(), {p.stride[i], p.padding[i], p.dilation[i]});
@@ -330,26 +346,37 @@ std::vector<AlgoChoice> supported(const Perf* perf, int count, const char* op) {
 
 /// Runs attempt(choice) (set the math type, size the workspace, call cuDNN: the status) for
 /// the candidates in order until one succeeds. A listed algorithm can still be refused for
-/// these operands (their alignment, a 16-bit case the legacy API covers thinly), as PyTorch
-/// also finds; those are dropped from the cached list, so the next call starts with the one
-/// that ran. Any other error, or every candidate refused, throws.
+/// these operands (a 16-bit case the legacy API covers thinly), as PyTorch also finds; those
+/// are dropped from the cached list, so the next call starts with the one that ran. One whose
+/// workspace does not fit in memory now is skipped but kept (memory comes back); if nothing
+/// ran, that OutOfMemoryError is rethrown. Any other error, or every candidate refused, throws.
 template <class Attempt>
 void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& candidates,
                           const Attempt& attempt, const char* op) {
   cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  std::exception_ptr out_of_memory;
+  std::vector<AlgoChoice> kept;  // the candidates not refused, in order
   for (size_t i = 0; i < candidates.size(); ++i) {
-    status = attempt(candidates[i]);
+    try {
+      status = attempt(candidates[i]);
+    } catch (const OutOfMemoryError&) {
+      out_of_memory = std::current_exception();
+      kept.push_back(candidates[i]);
+      continue;
+    }
     if (status == CUDNN_STATUS_SUCCESS) {
-      if (i > 0) {
+      if (kept.size() < i) {  // some were refused: drop them from the cached list
+        kept.insert(kept.end(), candidates.begin() + std::ptrdiff_t(i), candidates.end());
         AlgoCache& c = algo_cache();
         std::lock_guard<std::mutex> lock(c.mu);
-        c.lists[key] = std::make_shared<const std::vector<AlgoChoice>>(
-            candidates.begin() + std::ptrdiff_t(i), candidates.end());
+        c.lists[key] = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
       }
       return;
     }
     if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) break;
   }
+  if (out_of_memory && CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED)
+    std::rethrow_exception(out_of_memory);
   IGNIS_CUDNN_CHECK(status, op);
 }
 
@@ -464,9 +491,14 @@ void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device
     typename Calls::Perf perf[kMaxAlgos];
     int n = 0;
     IGNIS_CUDNN_CHECK(Calls::heuristics(h, d, &n, perf), op);
-    if (!cudnn_benchmark()) return supported(perf, n, op);
+    if (!benchmark_now()) return supported(perf, n, op);
     const size_t wsb = benchmark_workspace(perf, n);
-    Tensor ws = workspace(wsb, device);
+    Tensor ws;
+    try {
+      ws = workspace(wsb, device);
+    } catch (const OutOfMemoryError&) {
+      return supported(perf, n, op);  // no room to time them: the heuristics' order
+    }
     IGNIS_CUDNN_CHECK(Calls::find(h, d, a, b, out, &n, perf, data_or_null(ws), wsb), op);
     return supported(perf, n, op);  // sorted by time
   });
