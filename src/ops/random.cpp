@@ -22,9 +22,9 @@
 // - Box–Muller uses philox.h's own log, sqrt and sin/cos (+, *, / and bit operations, within
 //   2 ulp of libm), so no libm is involved and the CPU loop vectorises.
 // Consequences: any split of the work across threads or GPU blocks gives the same values, the
-// CPU and CUDA kernels agree bit for bit (normal values only up to where a compiler contracts
-// a * b + c into an FMA — nvcc does by default, an x86-64 build without -march does not — a
-// last-bit difference in double that rounding to float almost always hides), rand({10})
+// CPU and CUDA kernels agree bit for bit (normal values too: both kernels are built without
+// FMA contraction, src/cpu/random.cpp with -ffp-contract=off and src/cuda/random.cu with
+// --fmad=false, as a * b + c fused on one side only differs in the last bit), rand({10})
 // equals the first 10 values of rand({1000}) drawn from the same state, and set_offset()
 // replays a draw. The default generator is locked by a mutex while a call reads
 // its seed and advances it; a Generator passed by the caller is not locked (its owner

@@ -190,8 +190,9 @@ TEST(CudaElementwise, ZeroDimCpuTensorJoinsCudaOperands) {
 
 TEST(CudaElementwise, SixtyFourBitOffsets) {
   IGNIS_REQUIRE_CUDA();
-  // A transposed view of a [2, 2^30 + 16] uint8 tensor: its elements sit up to 2^31 + 31
-  // apart, so the plan cannot use 32-bit offsets. 2 GiB in, 2 GiB out.
+  // A transposed view of a [2, 2^30 + 16] uint8 tensor: 2^31 + 32 elements, so the plan
+  // cannot use 32-bit offsets (its output takes the view's layout: one dense run). 2 GiB in,
+  // 2 GiB out.
   const int64_t n = (int64_t(1) << 30) + 16;
   Tensor base = zeros({2, n}, TensorOptions(kUInt8, kGpu));
   base.narrow(0, 1, 1).fill_(2);
@@ -202,6 +203,13 @@ TEST(CudaElementwise, SixtyFourBitOffsets) {
   EXPECT_EQ(testing::values_of(out.narrow(0, n - 2, 2).cpu()), (std::vector<double>{1, 3, 1, 3}));
   // The 32-bit plan fits for the contiguous copy of one row.
   EXPECT_EQ(out.narrow(1, 1, 1).sum().item<int64_t>(), 3 * n);
+  // Few elements, far apart: [2, 1025] with strides (n, 2^20) spans 2^31 + 16 elements though
+  // it holds 2050, and it is not dense, so the plan keeps both dims with 64-bit offsets.
+  const Tensor sparse = base.slice(1, 0, n, int64_t(1) << 20) + 1;
+  ASSERT_EQ(sparse.sizes(), (Shape{2, 1025}));
+  std::vector<double> expected(2 * 1025, 1.0);
+  std::fill(expected.begin() + 1025, expected.end(), 3.0);
+  EXPECT_EQ(testing::values_of(sparse.cpu()), expected);
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ TEST(CudaLinalg, MatmulLayoutsAndBatches) {
     // Transposed operands (column-major, op T) give the same product.
     const Tensor gat = a.t().contiguous().to(kGpu, t).t(), gbt = b.t().contiguous().to(kGpu, t).t();
     EXPECT_TRUE(product_matches(matmul(gat, gbt), ab, tol, tol)) << dtype_name(t);
+    // One operand as stored (op N), the other transposed (op T), both ways round.
+    EXPECT_TRUE(product_matches(matmul(ga, gbt), ab, tol, tol)) << dtype_name(t);
+    EXPECT_TRUE(product_matches(matmul(gat, gb), ab, tol, tol)) << dtype_name(t);
     // A strided slice (neither stride 1): packed before the call.
     const Tensor wide = rand_input({96, 160}, kFloat64, 3);
     EXPECT_TRUE(product_matches(
