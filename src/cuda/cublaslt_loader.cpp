@@ -54,7 +54,11 @@ Fn* entry(const char* name) {
 
 }  // namespace
 
-// Each forwarder resolves its function once (thread-safe static initialisation).
+// Each forwarder resolves its function once (thread-safe static initialisation). They are
+// hidden: exported, they would interpose on the cuBLASLt calls of other libraries in the
+// process (cuDNN's engines, PyTorch's), routing them into the library this file opens, which
+// may be another major version than theirs.
+#pragma GCC visibility push(hidden)
 extern "C" {
 
 size_t cublasLtGetVersion() {
@@ -176,3 +180,4 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
