@@ -552,7 +552,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       if (!schedule.empty()) schedule.back()->step();
       st.step = step;
       if (o.profile_startup && !startup.reported() && ranks.leader()) {
-        if (device.is_cuda()) ig::cuda::synchronize();  // the step has finished, not just queued
+        if (device.is_cuda()) ig::cuda::synchronize(device.index);  // finished, not just queued
         startup.mark("first_step");
         fmt::print("{}\n", startup.line());
         std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "ignis/amp.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
@@ -59,7 +60,10 @@ bool unscale_grads(optim::Optimizer& optimizer, float inv_scale) {
           DTypeError,
           "[GradScaler] expected floating-point gradients, got {}",
           dtype_name(g.dtype()));
-      if (!g.is_contiguous()) {  // rare (a gradient assigned by hand): plain ops
+      // The kernel scales numel elements from data_ptr(): any dense layout (channels-last
+      // gradients of convolutions too) is one such run. Others (a gradient assigned by hand
+      // as a strided view) take the plain ops.
+      if (!ignis::detail::is_non_overlapping_and_dense(g.sizes(), g.strides())) {
         found |= unscale_with_ops({g}, inv_scale);
         continue;
       }

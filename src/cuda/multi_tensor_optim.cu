@@ -9,9 +9,9 @@
 // (src/cpu/optim_update.cpp) run too; this file is compiled with --fmad=false and that one
 // with -ffp-contract=off, so the two give the same bits in float32 (sqrt and division are
 // IEEE-rounded on both). Step values (learning rate, bias corrections) are read from device
-// memory in float64 and rounded once in the kernels, as the CPU rounds them. These kernels
-// are not captured: during a CUDA graph capture every parameter takes the per-parameter path
-// (src/optim/multi_tensor_update.cpp).
+// memory in float64 and rounded once in the kernels, as the CPU rounds them. Inside a CUDA
+// graph capture only SGD's launch is captured, reading {lr, momentum} from device memory that
+// a replay hook refreshes (src/optim/multi_tensor_update.cpp); the other optimizers refuse.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 

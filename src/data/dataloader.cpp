@@ -101,7 +101,7 @@ cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev) {
   cuda::Event allocated;
   allocated.record(compute);
   copier.wait(allocated);
-  {
+  try {
     cuda::StreamGuard on_copier(copier);
     for (size_t k = 0; k < fields.size(); ++k) {
       if (fields[k].device() == dev) continue;
@@ -113,6 +113,13 @@ cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev) {
       if (pinned.numel() > 0)
         ignis::detail::transfer_kernel.get(dev)(out[k], pinned, /*non_blocking=*/true);
     }
+  } catch (...) {
+    // The copies already queued write into blocks of the compute stream's pool, which go back
+    // to it as `out` is destroyed: make the compute stream wait for them before it reuses them.
+    cuda::Event queued;
+    queued.record(copier);
+    compute.wait(queued);
+    throw;
   }
   cuda::Event copied;
   copied.record(copier);

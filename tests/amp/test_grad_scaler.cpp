@@ -68,9 +68,10 @@ TEST(GradScaler, UnscalesEveryDtypeAndFindsInfInAny) {
   EXPECT_EQ(s.get_scale(), 4.0);
 }
 
-TEST(GradScaler, NonContiguousGradientsTakeTheOpsPath) {
-  // A transposed gradient (assigned by hand) is unscaled with ops, the path devices without
-  // the fused kernel take; its NaN must be found all the same.
+TEST(GradScaler, DenseAndStridedGradientsAreUnscaled) {
+  // A transposed gradient is dense: the kernel scales its storage as one run. A strided view
+  // (every other element) takes the ops, the path devices without the fused kernel take. The
+  // NaN must be found on both.
   Tensor p = zeros({2, 3}).requires_grad_();
   optim::SGD opt({p}, {.lr = 1.0});
   amp::GradScaler s({.init_scale = 4});
@@ -84,6 +85,19 @@ TEST(GradScaler, NonContiguousGradientsTakeTheOpsPath) {
   EXPECT_FALSE(s.step(opt));
   s.update();
   EXPECT_EQ(s.get_scale(), 2.0);
+  // Every other element of a [2, 6] tensor: neither contiguous nor dense.
+  const Tensor wide = tensor(Vec{2, 7, 4, 7, 6, 7, 8, 7, 10, 7, 12, 7}, Shape{2, 6}).to(kFloat32);
+  p.mutable_grad() = wide.slice(1, 0, 6, 2);
+  s.unscale_(opt);
+  EXPECT_TRUE(all_close(p.grad(), {1, 2, 3, 4, 5, 6}, 0, 0));
+  // The elements between the view's are not touched.
+  EXPECT_TRUE(all_close(wide, {1, 7, 2, 7, 3, 7, 4, 7, 5, 7, 6, 7}, 0, 0));
+  EXPECT_TRUE(s.step(opt));
+  s.update();
+  p.mutable_grad() = tensor(Vec{2, 0, std::nan(""), 0, 6, 0, 8, 0, 10, 0, 12, 0}, Shape{2, 6})
+                         .to(kFloat32)
+                         .slice(1, 0, 6, 2);
+  EXPECT_FALSE(s.step(opt));
 }
 
 TEST(GradScaler, ScheduleBacksOffAndGrows) {

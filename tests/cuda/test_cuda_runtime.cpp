@@ -41,7 +41,11 @@ TEST(CudaRuntime, StreamGuardSwitchesAndRestores) {
   {
     cuda::StreamGuard guard(side);
     EXPECT_TRUE(cuda::current_stream() == side);
-    // Work on the side stream, then the default stream waits for it through an event.
+    // Work on the side stream, then the default stream waits for it through an event. Busy
+    // work queued ahead keeps x unwritten for a while: without the wait, y would read it.
+    const Tensor a = randn({8192, 8192}, {kFloat32, kGpu}) * (1.0 / 90.5);
+    Tensor busy = a;
+    for (int i = 0; i < 4; ++i) busy = matmul(busy, a);
     Tensor x = arange(1 << 20, TensorOptions(kFloat32, kGpu)) * 2;
     cuda::Event done;
     done.record();

@@ -93,13 +93,20 @@ TEST(CudaTransfer, PinnedMemoryCopiesAsynchronously) {
   Tensor doubled = gpu * 2;
   EXPECT_TRUE(equals_cpu(doubled, host * 2));
   // Freeing the pinned source right after an async copy is safe: its block is reused only
-  // after the copy (the allocator recorded the stream).
+  // after the copy (the allocator recorded the stream). Busy work queued first keeps the copy
+  // waiting while p3 is pinned and written, so a block handed out early would be copied as
+  // zeros.
+  const Tensor zeros_host = zeros({1 << 22}, kFloat32);
+  const Tensor a = randn({8192, 8192}, {kFloat32, kGpu}) * (1.0 / 90.5);
+  Tensor busy = a;
+  for (int i = 0; i < 8; ++i) busy = matmul(busy, a);  // eight 8192^3 float32 products
   Tensor g2;
   {
     Tensor p2 = (host + 1).pin_memory();
     g2 = p2.to(kGpu, true);
   }
-  Tensor p3 = zeros({1 << 22}, kFloat32).pin_memory();  // may reuse p2's block
+  Tensor p3 = zeros_host.pin_memory();  // would take p2's block if the stream were not recorded
+  EXPECT_FALSE(cuda::current_stream().query()) << "the busy work ended before the check";
   EXPECT_TRUE(equals_cpu(g2, host + 1));
   EXPECT_EQ(p3.sum().item<double>(), 0.0);
 }
