@@ -166,7 +166,6 @@ class BlockEvaluator {
     std::fill(into_.begin(), into_.end(), -1);
     for (int j = 0; j < nout_; ++j) {
       const size_t o = size_t(prog_.outputs[size_t(j)]);
-      if (into_[o] == j && vec_[o]) continue;  // written in place
       const Kind kind = prog_.code[o].kind;
       if (strides[j] == 1 && plan_.dtypes[j] == dtype_of<C>() && into_[o] < 0 &&
           (kind == Kind::unary || kind == Kind::binary || kind == Kind::where))

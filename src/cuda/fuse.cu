@@ -1,12 +1,12 @@
 // The CUDA kernel of fused elementwise programs (src/ops/fuse_program.h).
 //
 // One thread per element runs the whole program: it loads its inputs (widened to the compute
-// type), steps through the instructions with the values in a small register file (the CPU
-// kernel's buffer assignment, so values dead at the same time share a register), and stores
-// its outputs. The program travels as a kernel argument in 8 bytes per instruction (read
+// type), steps through the instructions with the values in a small per-thread array (the CPU
+// kernel's buffer assignment, so values dead at the same time share an entry; indexed at run
+// time, it lives in local memory, cached in L1), and stores its outputs. The program travels as a kernel argument in 8 bytes per instruction (read
 // through the constant cache, the same instruction for every thread of a warp), each
 // instruction dispatching to the functors of src/kernels through a switch over the functor
-// list. So the intermediate values never reach memory, as in the CPU kernel's L1 blocks.
+// list. So the intermediate values never reach device memory, as in the CPU kernel's L1 blocks.
 // Programs too large for the argument (kMaxInstrs, kMaxValues, kMaxRegisters, kMaxOperands)
 // return false and run op by op.
 #include "cuda/launch.cuh"
@@ -104,6 +104,8 @@ template <class C, class I>
 __global__ void fused_kernel(int64_t n, DeviceProgram prog, FusedOffsets<I> offs) {
   using Kind = FusedInstr::Kind;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  // Indexed at run time, so in local memory (cached in L1) rather than in registers.
+  C reg[kMaxRegisters] = {};  // every register is written before it is read
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += stride) {
     I off[kMaxOperands];
     for (int k = 0; k < offs.noperands; ++k) off[k] = 0;
@@ -113,7 +115,6 @@ __global__ void fused_kernel(int64_t n, DeviceProgram prog, FusedOffsets<I> offs
       linear /= offs.sizes[d];
       for (int k = 0; k < offs.noperands; ++k) off[k] += idx * offs.strides[k][d];
     }
-    C reg[kMaxRegisters] = {};  // every register is written before it is read
     const auto value = [&](int j) {
       const DeviceInstr& in = prog.code[j];
       return in.kind == kind_of(Kind::constant) ? C(prog.values[in.param]) : reg[in.reg];

@@ -1,6 +1,7 @@
 // Running a fused program on tensors (include/ignis/fuse.h): argument checks, the result's
 // dtype and shape, the CPU kernel or the op-by-op path, and the autograd node whose backward
 // runs the derived gradient program.
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <string>
@@ -53,11 +54,16 @@ std::vector<Tensor> run_op_by_op(const FusedProgram& prog, const std::vector<Ten
     }
   }
   std::vector<Tensor> outs;
-  for (int32_t o : prog.outputs) {
+  for (size_t j = 0; j < prog.outputs.size(); ++j) {
+    const int32_t o = prog.outputs[j];
     Tensor t = operand(o);
-    // Every output has the broadcast shape and storage of its own, as on the fused path.
+    // Every output has the broadcast shape and storage of its own, as on the fused path: an
+    // input, or a value returned twice, is copied.
+    const bool repeated =
+        std::find(prog.outputs.begin(), prog.outputs.begin() + std::ptrdiff_t(j), o) !=
+        prog.outputs.begin() + std::ptrdiff_t(j);
     if (t.sizes() != shape) t = t.expand(shape).contiguous();
-    else if (prog.code[size_t(o)].kind == Kind::input) t = t.clone();
+    else if (prog.code[size_t(o)].kind == Kind::input || repeated) t = t.clone();
     outs.push_back(std::move(t));
   }
   return outs;
@@ -74,22 +80,35 @@ const char* interned(const std::string& name) {
 
 void record_fused(const std::shared_ptr<const FusedProgram>& program,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
-  const int n = program->num_inputs;
-  uint32_t wanted = 0;
-  for (int i = 0; i < n; ++i)
-    if (inputs[size_t(i)].requires_grad()) wanted |= 1u << i;
+  const size_t n = inputs.size();
+  FusedWanted wanted(n, false);
+  for (size_t i = 0; i < n; ++i) wanted[i] = inputs[i].requires_grad();
+  // Derived now (once per program and wanted set, then cached), so that only the inputs its
+  // formulas read are saved, as the single ops save only what their formulas read.
+  std::shared_ptr<const FusedProgram> grad = fused_gradient_program(*program, wanted);
   std::vector<SaveSpec> saved;
-  for (const Tensor& t : inputs) saved.push_back(save(t));
+  std::vector<std::pair<DType, Device>> placeholders;  // of the inputs not saved
+  for (size_t i = 0; i < n; ++i) {
+    const bool read = grad && grad->reads(int32_t(i));
+    saved.push_back(read ? save(inputs[i]) : SaveSpec{nullptr, false});
+    placeholders.emplace_back(inputs[i].dtype(), inputs[i].device());
+  }
   record(interned(program->name), outputs, inputs, saved,
-         [program, wanted, n](const std::vector<Tensor>& grads, const std::vector<Tensor>& s) {
-           std::vector<Tensor> args(s.begin(), s.end());
+         [grad, placeholders](const std::vector<Tensor>& grads, const std::vector<Tensor>& s) {
+           std::vector<Tensor> result(s.size());
+           if (!grad) return result;  // no wanted input reaches an output
+           std::vector<Tensor> args;
+           for (size_t i = 0; i < s.size(); ++i)
+             // An input the formulas do not read takes part only through its dtype (the
+             // output gradients already have the broadcast shape): a 0-dim stand-in.
+             args.push_back(s[i].defined() ? s[i]
+                                           : scalar_like(Scalar(0), placeholders[i].first,
+                                                         placeholders[i].second));
            args.insert(args.end(), grads.begin(), grads.end());
            // Recorded itself when backward runs with create_graph (grad mode on).
-           std::vector<Tensor> g = run_fused(fused_gradient_program(*program, wanted), args);
-           std::vector<Tensor> result(static_cast<size_t>(n));
-           size_t next = 0;
-           for (int i = 0; i < n; ++i)
-             if (wanted & (1u << i)) result[size_t(i)] = std::move(g[next++]);
+           std::vector<Tensor> g = run_fused(grad, args);
+           for (size_t j = 0; j < g.size(); ++j)
+             result[size_t(grad->gradient_of[j])] = std::move(g[j]);
            return result;
          });
 }
@@ -153,6 +172,7 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
   std::vector<Tensor> outputs;
   for (size_t j = 0; j < prog.outputs.size(); ++j)
     outputs.push_back(make_tensor_like_layout(shape, result, device, like));
+  bool taken = true;
   if (shape_numel(shape) > 0) {
     GradModeScope no_grad(false);  // the expanded views are the kernel's, not the graph's
     std::vector<Tensor> expanded;
@@ -165,8 +185,11 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
     launch.program = &prog;
     launch.plan = make_fused_plan(operands, name);
     launch.compute = compute;
-    if (!fused_kernel.get(device)(launch)) return run_fused_op_by_op(prog, inputs);
+    taken = fused_kernel.get(device)(launch);
   }
+  // Not taken (too large for the device's kernel): op by op, outside the no-grad scope, so
+  // that the ops record their gradients.
+  if (!taken) return run_fused_op_by_op(prog, inputs);
   if (needs_grad(inputs)) record_fused(program, inputs, outputs);
   return outputs;
 }

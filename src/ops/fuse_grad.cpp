@@ -151,7 +151,7 @@ struct GradientBuilder {
 }  // namespace
 
 std::shared_ptr<const FusedProgram> fused_gradient_program(const FusedProgram& fwd,
-                                                           uint32_t wanted) {
+                                                           const std::vector<bool>& wanted) {
   {
     std::lock_guard<std::mutex> lock(fwd.grad_mutex);
     auto it = fwd.grad_programs.find(wanted);
@@ -180,15 +180,21 @@ std::shared_ptr<const FusedProgram> fused_gradient_program(const FusedProgram& f
     const int32_t g = gb.adjoint[k];
     if (g >= 0) gb.backprop(fwd.code[k], int32_t(k), g);
   }
+  // Inputs no output depends on get no gradient (undefined, as the single ops leave them).
   std::vector<FusedExpr> outputs;
+  std::vector<int32_t> gradient_of;
   for (int i = 0; i < n; ++i) {
-    if (!(wanted & (1u << i))) continue;
     const int32_t g = gb.adjoint[size_t(i)];
-    outputs.push_back(FusedExpr(&gb.t, g >= 0 ? g : gb.c(0)));
+    if (!wanted[size_t(i)] || g < 0) continue;
+    outputs.push_back(FusedExpr(&gb.t, g));
+    gradient_of.push_back(i);
   }
-  IGNIS_CHECK(!outputs.empty(), ValueError, "[{}] internal: a gradient program of no input",
-              fwd.name);
-  std::shared_ptr<const FusedProgram> prog = end_fused_trace(gb.t, outputs);
+  std::shared_ptr<const FusedProgram> prog;
+  if (!outputs.empty()) {
+    auto built = std::const_pointer_cast<FusedProgram>(end_fused_trace(gb.t, outputs));
+    built->gradient_of = std::move(gradient_of);
+    prog = built;
+  }
   std::lock_guard<std::mutex> lock(fwd.grad_mutex);
   return fwd.grad_programs.emplace(wanted, prog).first->second;
 }

@@ -43,10 +43,20 @@ struct FusedProgram {
   std::vector<int32_t> slot;
   int num_slots = 0;
 
-  /// Gradient programs already derived, by the set of inputs that want a gradient.
+  /// A gradient program's outputs: the forward input each is the gradient of.
+  std::vector<int32_t> gradient_of;
+
+  /// Gradient programs already derived, by the set of inputs that want a gradient (null: no
+  /// wanted input reaches an output).
   mutable std::mutex grad_mutex;
-  mutable std::map<uint32_t, std::shared_ptr<const FusedProgram>> grad_programs;
+  mutable std::map<std::vector<bool>, std::shared_ptr<const FusedProgram>> grad_programs;
+
+  /// True when some instruction or output reads input i.
+  bool reads(int32_t i) const;
 };
+
+/// Which inputs want a gradient, one flag per input.
+using FusedWanted = std::vector<bool>;
 
 struct FusedTrace {
   FusedProgram program;
@@ -61,11 +71,12 @@ struct FusedTrace {
 /// Drops instructions no output needs (inputs stay), then assigns the CPU kernel's buffers.
 void finalize_fused_program(FusedProgram& program);
 
-/// The program computing the gradients of the inputs in `wanted` (bit i: input i) from the
-/// forward inputs followed by one gradient per forward output; one output per wanted input,
-/// in input order. Derived once per (program, wanted) and kept.
+/// The program computing the gradients of the inputs in `wanted` from the forward inputs
+/// followed by one gradient per forward output; one output per wanted input that reaches an
+/// output (in input order, named by gradient_of), or null when none does. Derived once per
+/// (program, wanted) and kept.
 std::shared_ptr<const FusedProgram> fused_gradient_program(const FusedProgram& forward,
-                                                           uint32_t wanted);
+                                                           const std::vector<bool>& wanted);
 
 /// The program op by op through the ordinary front ends, as devices without the fused kernel
 /// run it (each op records its own autograd); the outputs as run_fused gives them.

@@ -2,6 +2,7 @@
 // the trace's program, folding what is constant; end_fused_trace drops dead code and lays
 // out the CPU kernel's buffers.
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "ops/fuse_program.h"
@@ -88,6 +89,12 @@ int32_t FusedTrace::push(const FusedInstr& instr) {
 }
 
 int32_t FusedTrace::constant(double v) {
+  // One instruction per distinct value (bit for bit: 0.0 and -0.0 differ), so that backward's
+  // many 0s and 1s do not fill the CUDA kernel's table of numbers.
+  auto& code = program.code;
+  for (size_t k = code.size(); k-- > 0;)
+    if (code[k].is_constant() && std::memcmp(&code[k].value, &v, sizeof v) == 0)
+      return int32_t(k);
   FusedInstr i;
   i.kind = Kind::constant;
   i.value = v;
@@ -121,6 +128,12 @@ int32_t FusedTrace::where(int32_t cond, int32_t a, int32_t b) {
   i.a = a;
   i.b = b;
   return push(i);
+}
+
+bool FusedProgram::reads(int32_t i) const {
+  for (const FusedInstr& in : code)
+    if (in.a == i || in.b == i || in.c == i) return true;
+  return std::find(outputs.begin(), outputs.end(), i) != outputs.end();
 }
 
 void finalize_fused_program(FusedProgram& prog) {
@@ -184,9 +197,8 @@ void finalize_fused_program(FusedProgram& prog) {
 
 std::shared_ptr<FusedTrace> begin_fused_trace(int num_inputs, const std::string& name) {
   // Users' functions are held to kMaxFusedInputs at compile time; gradient programs take
-  // their forward's inputs and output gradients as well.
-  IGNIS_CHECK(num_inputs >= 1 && num_inputs <= kMaxFusedOperands, ValueError,
-              "[{}] a fused program of {} inputs", name, num_inputs);
+  // their forward's inputs and output gradients (programs wider than a plan run op by op).
+  IGNIS_CHECK(num_inputs >= 1, ValueError, "[{}] a fused program of no input", name);
   auto trace = std::make_shared<FusedTrace>();
   trace->program.name = name;
   trace->program.num_inputs = num_inputs;
@@ -207,9 +219,9 @@ std::shared_ptr<const FusedProgram> end_fused_trace(FusedTrace& trace,
   prog->name = trace.program.name;
   prog->num_inputs = trace.program.num_inputs;
   prog->code = std::move(trace.program.code);
-  IGNIS_CHECK(!outputs.empty() && outputs.size() <= size_t(kMaxFusedOutputs), ValueError,
-              "[{}] a fused function returns 1 to {} values, not {}", prog->name,
-              kMaxFusedOutputs, outputs.size());
+  // Users' functions are held to kMaxFusedOutputs at compile time; gradient programs have one
+  // output per input that wants a gradient.
+  IGNIS_CHECK(!outputs.empty(), ValueError, "[{}] a fused function returns no value", prog->name);
   for (const FusedExpr& o : outputs) {
     IGNIS_CHECK(o.trace() == &trace, ValueError,
                 "[{}] the function returned a value of another fused function's trace",

@@ -4,6 +4,7 @@
 // arguments (run op by op).
 #include "cuda/cuda_test_util.h"
 #include "ignis/fuse.h"
+#include "ops/fuse_cases.h"
 
 namespace ignis {
 namespace {
@@ -11,15 +12,7 @@ using testing::kGpu;
 using testing::matches_cpu;
 using testing::random_tensor;
 
-// Every op a fused function offers (x in (0.2, 2), y in (-1.5, 1.5)).
-const auto every_op = [](auto x, auto y) {
-  auto a = sigmoid(x * y) + tanh(y) * exp(-x) - log(x) / (y * y + 1.0);
-  auto b = sqrt(x) * rsqrt(x + 1.0) + sin(y) * cos(x) + log1p(x) - expm1(y * 0.5);
-  auto c = gelu(y) + gelu(x, "tanh") + silu(y) + softplus(y, 2.0, 1.0) + reciprocal(x + 1.0);
-  auto d = pow(x, y) + pow(x, 3.0) + pow(2.0, y) + minimum(a, b) * sign(y);
-  auto e = where(gt(y, 0.0), c, d) + clamp(y, -0.5, 0.7) + clamp_min(x, 1.0) + relu(y);
-  return e * 0.25 + (2.0 - abs(y)) / 3.0 + maximum(x, y);
-};
+const auto& every_op = ignis::testing::every_fused_op;
 
 TEST(CudaFuse, EveryOpMatchesTheCpuInEveryDtypeAndLayout) {
   IGNIS_REQUIRE_CUDA();
@@ -59,7 +52,8 @@ TEST(CudaFuse, GradientsMatchTheCpu) {
   const Tensor w = random_tensor({6, 41}, -1, 1, 7);
   const auto check = [&](const auto& fused) {
     const auto grads = [&](Device d) {
-      Tensor x = x0.to(d).requires_grad_(), y = y0.to(d).requires_grad_();
+      // Leaves of their own (to(cpu) of a CPU tensor is the tensor itself).
+      Tensor x = x0.to(d).detach().requires_grad_(), y = y0.to(d).detach().requires_grad_();
       (fused(x, y) * w.to(d)).sum().backward();
       return std::make_pair(x.grad(), y.grad());
     };
@@ -84,6 +78,12 @@ TEST(CudaFuse, ProgramsTooLargeForTheKernelRunOpByOp) {
   }, "long_chain");
   const Tensor x = random_tensor({1000}, -2, 2, 8).to(kFloat32);
   EXPECT_TRUE(matches_cpu(long_chain(x.to(kGpu)), long_chain(x), 1e-5, 1e-6));
+  // Op by op, the ops record the gradients.
+  Tensor xc = x.clone().requires_grad_(), xg = x.to(kGpu).detach().requires_grad_();
+  long_chain(xc).sum().backward();
+  long_chain(xg).sum().backward();
+  ASSERT_TRUE(xg.grad().defined());
+  EXPECT_TRUE(matches_cpu(xg.grad(), xc.grad(), 1e-5, 1e-6));
 }
 
 }  // namespace

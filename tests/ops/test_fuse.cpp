@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ignis/fuse.h"
+#include "ops/fuse_cases.h"
 #include "ops/fuse_program.h"
 #include "support/test_support.h"
 
@@ -33,16 +34,7 @@ double chain_ref(double x, double y) {
   return std::min(std::max(t, -1.0), 1.0);
 }
 
-// Every op a fused function offers, with smooth stretches for the gradient checks (x in
-// (0.2, 2), y in (-1.5, 1.5)).
-const auto every_op = [](auto x, auto y) {
-  auto a = sigmoid(x * y) + tanh(y) * exp(-x) - log(x) / (y * y + 1.0);
-  auto b = sqrt(x) * rsqrt(x + 1.0) + sin(y) * cos(x) + log1p(x) - expm1(y * 0.5);
-  auto c = gelu(y) + gelu(x, "tanh") + silu(y) + softplus(y, 2.0, 1.0) + reciprocal(x + 1.0);
-  auto d = pow(x, y) + pow(x, 3.0) + pow(2.0, y) + minimum(a, b) * sign(y);
-  auto e = where(gt(y, 0.0), c, d) + clamp(y, -0.5, 0.7) + clamp_min(x, 1.0) + relu(y);
-  return e * 0.25 + (2.0 - abs(y)) / 3.0 + maximum(x, y);
-};
+const auto& every_op = ignis::testing::every_fused_op;
 
 Tensor as_f32(const Tensor& t) { return t.to(kFloat32); }
 
@@ -235,6 +227,69 @@ TEST(Fuse, ErrorsNameTheFunction) {
   const auto t1 = detail::begin_fused_trace(1, "one"), t2 = detail::begin_fused_trace(1, "two");
   EXPECT_THROW(detail::fused_input(*t1, 0) + detail::fused_input(*t2, 0), ValueError);
   EXPECT_THROW(detail::end_fused_trace(*t1, {detail::fused_input(*t2, 0)}), ValueError);
-  // Nothing was cached from the failed traces: a good call still works.
-  EXPECT_TRUE(equal(f(ones({2}), ones({2})), full({2}, 2.0)));
+  // Nothing was cached from a failed trace: it fails again.
+  EXPECT_THROW(bad(ones({2})), ValueError);
+}
+
+TEST(Fuse, ManyInputsSecondDerivativesUnusedInputsAndSavedTensors) {
+  // Five inputs and four outputs: the second derivative's program wants nine gradients.
+  const auto f = fuse([](auto a, auto b, auto c, auto d, auto e) {
+    return std::make_tuple(a * b, c * d, e * a, sin(b * c));
+  }, "five");
+  std::vector<Tensor> leaves;
+  for (uint64_t i = 0; i < 5; ++i) leaves.push_back(random_tensor({4}, -1, 1, 30 + i));
+  const auto second = [&](bool use_fused) {
+    std::vector<Tensor> xs;
+    for (const Tensor& l : leaves) xs.push_back(l.clone().requires_grad_());
+    Tensor p, q, r, s;
+    if (use_fused) {
+      std::tie(p, q, r, s) = f(xs[0], xs[1], xs[2], xs[3], xs[4]);
+    } else {
+      p = xs[0] * xs[1], q = xs[2] * xs[3], r = xs[4] * xs[0], s = sin(xs[1] * xs[2]);
+    }
+    const Tensor loss = (p * p + q * q + r * s + s * s).sum();
+    const std::vector<Tensor> g = autograd::grad({loss}, xs, {}, true, true);
+    Tensor total = g[0].sum();
+    for (size_t i = 1; i < g.size(); ++i) total = total + (g[i] * g[i]).sum();
+    total.backward();
+    std::vector<Tensor> out;
+    for (const Tensor& x : xs) out.push_back(x.grad());
+    return out;
+  };
+  const std::vector<Tensor> fused = second(true), eager = second(false);
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_TRUE(all_close(fused[i], values_of(eager[i]), 1e-12, 1e-12)) << "input " << i;
+
+  // An input no output depends on gets no gradient, as with the single ops.
+  const auto g = fuse([](auto x, auto) { return x * 2.0; }, "ignores_y");
+  Tensor x = ones({3}).requires_grad_(), y = ones({3}).requires_grad_();
+  g(x, y).sum().backward();
+  EXPECT_TRUE(all_close(x.grad(), {2, 2, 2}, 0, 0));
+  EXPECT_FALSE(y.grad().defined());
+
+  // Only what the gradient formulas read is saved: a sum saves nothing, so changing an input
+  // after the call is allowed (as after x + y); a product saves both.
+  const auto sum = fuse([](auto a, auto b) { return a + b; }, "sum");
+  const auto product = fuse([](auto a, auto b) { return a * b; }, "product");
+  Tensor a = ones({3}).requires_grad_(), buf = ones({3});
+  Tensor out = sum(a, buf);
+  buf.add_(1.0);
+  out.sum().backward();
+  EXPECT_TRUE(all_close(a.grad(), {1, 1, 1}, 0, 0));
+  Tensor out2 = product(a, buf);
+  buf.add_(1.0);
+  EXPECT_THROW(out2.sum().backward(), ValueError);
+}
+
+TEST(Fuse, OpByOpOutputsHaveStorageOfTheirOwn) {
+  const auto trace = detail::begin_fused_trace(1, "twice");
+  const FusedExpr t = exp(detail::fused_input(*trace, 0));
+  const auto program = detail::end_fused_trace(*trace, {t, t, detail::fused_input(*trace, 0)});
+  const Tensor x = random_tensor({5}, -1, 1, 40);
+  const std::vector<Tensor> slow = detail::run_fused_op_by_op(*program, {x});
+  const std::vector<Tensor> fast = detail::run_fused(program, {x});
+  ASSERT_EQ(slow.size(), 3u);
+  EXPECT_NE(slow[0].data_ptr(), slow[1].data_ptr());
+  EXPECT_NE(slow[2].data_ptr(), x.data_ptr());
+  for (size_t j = 0; j < 3; ++j) EXPECT_TRUE(equal(slow[j], fast[j])) << j;
 }
