@@ -50,7 +50,9 @@ class Graph {
 
   /// Starts capturing the work this thread queues on `stream` (make it current with a
   /// StreamGuard so ops queue there); allocations on it come from the graph's own pool.
-  /// ValueError when this graph already holds a capture or the thread is capturing another.
+  /// ValueError when this graph already holds a capture, the thread is capturing another, or
+  /// `stream` is Ignis's compute stream (other threads queue work there: use a stream of its
+  /// own, cuda::Stream::create).
   void capture_begin(const Stream& stream);
   /// Ends the capture and instantiates the graph. Throws CaptureError (and keeps nothing)
   /// when CUDA invalidated the capture, e.g. after a host synchronisation inside it.

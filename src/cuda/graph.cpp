@@ -70,6 +70,11 @@ void Graph::capture_begin(const Stream& stream) {
   Impl& g = *impl_;
   g.device = stream.device();
   detail::require_device(g.device, "Graph::capture_begin");
+  // As PyTorch refuses its default stream: other threads queue work on Ignis's compute stream
+  // (the DataLoader records its copy events there), which a capture would take in or fail on.
+  IGNIS_CHECK(!(stream == default_stream(g.device)), ValueError,
+              "[Graph::capture_begin] cannot capture on the compute stream, which other threads "
+              "share; capture on a stream of its own (cuda::Stream::create)");
   detail::DeviceGuard guard(g.device);
   g.stream = static_cast<cudaStream_t>(stream.handle());
   IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "Graph::capture_begin");

@@ -322,6 +322,8 @@ TEST(CudaGraph, GraphReplaysOnNewInputsAndKeepsItsMemory) {
   // freed graph block handed back to the eager pool would have served it, merged or not).
   EXPECT_EQ(cuda::memory_stats(0).num_device_allocs, allocs_before + 1);
   EXPECT_THROW(graph.capture_begin(side), ValueError);  // holds a capture already
+  cuda::Graph other;
+  EXPECT_THROW(other.capture_begin(cuda::default_stream(0)), ValueError);  // shared stream
   graph.reset();
   EXPECT_FALSE(graph.captured());
   EXPECT_THROW(graph.replay(), ValueError);
