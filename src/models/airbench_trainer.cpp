@@ -64,10 +64,10 @@ Tensor Airbench94Trainer::optimize(const Tensor& x, const Tensor& y, Tensor& log
   {
     amp::autocast cast(options_.autocast.value_or(kBFloat16), options_.autocast.has_value());
     logits = model_(x);
-    loss = nn::functional::cross_entropy(
-        logits, y,
-        {.label_smoothing = options_.label_smoothing,
-         .reduction = nn::functional::Reduction::Sum});
+    nn::functional::CrossEntropyOptions ce;
+    ce.label_smoothing = options_.label_smoothing;
+    ce.reduction = nn::functional::Reduction::Sum;
+    loss = nn::functional::cross_entropy(logits, y, ce);
   }
   sgd_->zero_grad(true);
   loss.backward();
