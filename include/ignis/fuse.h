@@ -4,7 +4,7 @@
 //     auto t = relu(x * y + y) * 0.5 + 1.0;
 //     return clamp(maximum(abs(-t) - y, y), -1.0, 1.0);
 //   };
-//   Tensor eager = chain(a, b);               // seven ops: seven passes, six temporaries
+//   Tensor eager = chain(a, b);               // ten ops: ten passes, nine temporaries
 //   auto fused = ignis::fuse(chain);          // traced on its first call
 //   Tensor out = fused(a, b);                 // one pass: every block of elements goes
 //                                             // through all the ops while it is in L1
