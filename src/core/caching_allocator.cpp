@@ -217,18 +217,32 @@ void CachingAllocator::release_segment(Block* b) {
 }
 
 void CachingAllocator::process_events(bool wait) {
-  size_t kept = 0;
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    Pending p = pending_[i];
+  // An event call may throw (the device reports an earlier asynchronous failure there). The
+  // entries retired before it are gone from pending_ and the rest stay, so that no event is
+  // destroyed twice and no block returned to its pool twice by a later call.
+  size_t kept = 0, i = 0;
+  struct Compact {
+    std::vector<Pending>& pending;
+    const size_t& kept;
+    const size_t& next;
+    ~Compact() {
+      size_t k = kept;
+      for (size_t j = next; j < pending.size(); ++j) pending[k++] = pending[j];
+      pending.resize(k);
+    }
+  } compact{pending_, kept, i};
+  while (i < pending_.size()) {
+    const Pending p = pending_[i];
     if (wait) raw_.wait_event(p.event);
     else if (!raw_.event_done(p.event)) {
       pending_[kept++] = p;
+      ++i;
       continue;
     }
-    raw_.destroy_event(p.event);
+    ++i;  // retired from here on, whatever the calls below report
     if (--p.block->pending_events == 0) return_to_pool(p.block);
+    raw_.destroy_event(p.event);
   }
-  pending_.resize(kept);
 }
 
 void CachingAllocator::release_whole_segments(Pool& pool) {

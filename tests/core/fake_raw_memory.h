@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/caching_allocator.h"
+#include "ignis/error.h"
 
 namespace ignis::test {
 using ignis::detail::RawMemory;
@@ -39,7 +40,8 @@ class FakeDevice final : public RawMemory {
   }
   bool event_done(EventId e) override {
     ++queries;
-    return events.at(e).done;
+    if (e == fail_query) throw ignis::Error("fake device: an earlier kernel failed");
+    return events.at(e).done;  // .at: a query of a destroyed event throws out_of_range
   }
   void wait_event(EventId e) override {
     events.at(e).done = true;
@@ -59,6 +61,7 @@ class FakeDevice final : public RawMemory {
   int allocate_calls = 0;
   int waits = 0;
   int queries = 0;  // event_done calls
+  EventId fail_query = 0;  // event_done of this event throws (0: none)
 
  private:
   size_t capacity_;

@@ -126,6 +126,31 @@ TEST(CachingAllocator, CrossStreamFreeWaitsForTheOtherStreamsEvent) {
   EXPECT_EQ(a.stats().raw_allocations, 1u);
 }
 
+TEST(CachingAllocator, AnEventErrorLeavesTheOtherPendingFreesIntact) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(8 * KiB, 1);
+  void* q = a.allocate(8 * KiB, 1);
+  a.record_stream(p, 2);
+  a.record_stream(q, 3);
+  a.free(p);
+  a.free(q);
+  ASSERT_EQ(dev.events.size(), 2u);
+  const auto first = dev.events.begin()->first;
+  dev.events.at(first).done = true;  // p's event is done
+  dev.fail_query = first + 1;        // q's reports an earlier failure
+  EXPECT_THROW(a.allocate(1 * MiB, 1), ignis::Error);
+  // p's free was retired once (its event destroyed), q's stays pending.
+  EXPECT_EQ(dev.events.size(), 1u);
+  dev.fail_query = 0;
+  dev.complete_all();
+  void* r = a.allocate(16 * KiB, 1);  // both blocks back, merged: no query of p's old event
+  EXPECT_EQ(r, p);
+  EXPECT_TRUE(dev.events.empty());
+  a.free(r);
+  EXPECT_EQ(a.stats().raw_allocations, 1u);
+}
+
 TEST(CachingAllocator, EmptyCacheWaitsForPendingFrees) {
   FakeDevice dev(1024 * MiB);
   CachingAllocator a(dev, "fake");
