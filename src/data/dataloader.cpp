@@ -24,10 +24,10 @@
 //
 // Host data sets with a CUDA device: each collated field is copied into pinned memory and
 // from there to the device on a copy stream (one per device). The destination is allocated
-// on the consumer's compute stream (its memory returns there when freed); the copy stream
-// first waits for an event on the compute stream (the block may have just been freed by
-// work still queued there), and an event after the copies is what the compute stream waits
-// for when the batch is handed out. The transform therefore runs at hand-out, after that
+// on the consumer's stream (its current stream when the epoch starts; its memory returns
+// there when freed, whichever thread built the batch); the copy stream first waits for an
+// event on that stream (the block may have just been freed by work still queued there), and
+// an event after the copies is what that stream waits for when the batch is handed out. The transform therefore runs at hand-out, after that
 // wait. Without workers, the loader builds batch k + 1 (starting its copy) before handing out
 // batch k, so the copy overlaps the compute on batch k; with workers, the prefetch window
 // does the same.
@@ -40,6 +40,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -89,11 +90,12 @@ Tensor gather_rows(const Tensor& t, const Tensor& rows) {
   return out;
 }
 
-/// Copies host fields to device dev on the copy stream (Note [Loader on a GPU]); returns the
-/// event that marks the end of the copies.
-cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev) {
-  const cuda::Stream compute = cuda::current_stream(dev.index);
+/// Copies host fields to device dev on the copy stream (Note [Loader on a GPU]), into memory
+/// of the consumer's stream `compute` (a worker thread's own current stream may be another);
+/// returns the event that marks the end of the copies.
+cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev, const cuda::Stream& compute) {
   const cuda::Stream copier = copy_stream(dev.index);
+  cuda::StreamGuard on_compute(compute);  // the destinations come from the consumer's pool
   std::vector<Tensor> out;
   // A field already on dev (a data set of CUDA tensors that is not made resident) stays.
   for (const Tensor& f : fields)
@@ -142,6 +144,9 @@ class EpochRun {
         epoch_(epoch),
         resident_(std::move(resident)) {
     device_copy_ = resident_.empty() && opt_.device && opt_.device->is_cuda();
+    // The stream the consumer's work runs on, fixed for the epoch: batches are copied into its
+    // memory and it waits for their copies, from whichever thread builds them.
+    if (device_copy_) consumer_.emplace(cuda::current_stream(opt_.device->index));
     if (!resident_.empty()) {
       upload_order();
       return;  // nothing for workers to do: the batches are built on the GPU
@@ -198,6 +203,8 @@ class EpochRun {
   }
 
  private:
+  std::optional<cuda::Stream> consumer_;  ///< the consumer's stream (device copies only)
+
   struct Result {
     Batch batch;
     std::exception_ptr error;
@@ -206,7 +213,7 @@ class EpochRun {
 
   /// Later work on the compute stream waits for the batch's copy to the device, if any.
   void wait_for_copy(const Result& r) const {
-    if (r.copied) cuda::current_stream(opt_.device->index).wait(*r.copied);
+    if (r.copied) consumer_->wait(*r.copied);
   }
 
   /// The consumer's side of a batch: its error, the wait for its copy, the transform.
@@ -264,7 +271,7 @@ class EpochRun {
       batch.fields = dataset_->get_batch(batch.indices);
       for (auto& f : batch.fields) f = f.contiguous();
       if (device_copy_) {
-        r.copied = copy_to_device(batch.fields, *opt_.device);
+        r.copied = copy_to_device(batch.fields, *opt_.device, *consumer_);
         return r;  // transformed at hand-out, after the wait for the copy
       }
       for (auto& f : batch.fields) {
