@@ -67,8 +67,12 @@ struct Clamp {
   IGNIS_UNARY_HEADER(clamp, Numeric)
   UnaryParams p;
   template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    const T lo = p.has_a ? T(p.a) : lowest<T>();
-    const T hi = p.has_b ? T(p.b) : highest<T>();
+    return apply(x, lower<T>(), upper<T>());
+  }
+  /// The bounds in T, for loops that hoist them out of the element loop.
+  template <class T> IGNIS_HOST_DEVICE T lower() const { return p.has_a ? T(p.a) : lowest<T>(); }
+  template <class T> IGNIS_HOST_DEVICE T upper() const { return p.has_b ? T(p.b) : highest<T>(); }
+  template <class T> IGNIS_HOST_DEVICE static T apply(T x, T lo, T hi) {
     x = x < lo ? lo : x;
     return x > hi ? hi : x;
   }
