@@ -51,7 +51,7 @@ struct Loops {
 
   template <class Op>
   static void unary(C* out, const C* a, int64_t n, const UnaryParams& p) {
-    const Op op = kernels::make_unary<Op>(p);
+    const auto op = kernels::specialized<C>(kernels::make_unary<Op>(p));
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = C(op(a[i]));
   }
@@ -116,13 +116,6 @@ void gather(C* d, const char* s, DType dtype, int64_t stride, int64_t n) {
   });
 }
 
-template <class C>
-C load_one(const char* s, DType dtype) {
-  return visit_dtype(dtype, [&]<class T>() {
-    return C(kernels::opmath_t<T>(*reinterpret_cast<const T*>(s)));
-  });
-}
-
 /// d[j * stride] = value j of the block (v[j], or u for all j when v is null), narrowed.
 template <class C>
 void store(char* d, DType dtype, int64_t stride, const C* v, C u, int64_t n) {
@@ -157,20 +150,22 @@ class BlockEvaluator {
         buffers_(new C[size_t(std::max(prog.num_slots, 1)) * size_t(block_)]),
         vec_(prog.code.size()),
         one_(prog.code.size()),
-        into_(prog.code.size(), -1) {}
-
-  /// One run of the plan: the operands' addresses and inner strides, n elements.
-  void run(char* const* ptrs, const int64_t* strides, int64_t n) {
+        into_(prog.code.size(), -1) {
     // Outputs their instruction writes in place: contiguous, in the compute dtype, computed
-    // (not an input or a constant, which the store copies), first of equal outputs.
-    std::fill(into_.begin(), into_.end(), -1);
+    // (not an input or a constant, which the store copies), first of equal outputs. Every run
+    // of the plan has the same inner strides (walk_range), so this holds for all of them.
     for (int j = 0; j < nout_; ++j) {
-      const size_t o = size_t(prog_.outputs[size_t(j)]);
-      const Kind kind = prog_.code[o].kind;
-      if (strides[j] == 1 && plan_.dtypes[j] == dtype_of<C>() && into_[o] < 0 &&
+      const size_t o = size_t(prog.outputs[size_t(j)]);
+      const Kind kind = prog.code[o].kind;
+      const int64_t inner = plan.ndim > 0 ? plan.strides[j][plan.ndim - 1] : 0;
+      if (inner == 1 && plan.dtypes[j] == dtype_of<C> && into_[o] < 0 &&
           (kind == Kind::unary || kind == Kind::binary || kind == Kind::where))
         into_[o] = j;
     }
+  }
+
+  /// One run of the plan: the operands' addresses and inner strides, n elements.
+  void run(char* const* ptrs, const int64_t* strides, int64_t n) {
     for (int64_t off = 0; off < n; off += block_) block(ptrs, strides, off, std::min(block_, n - off));
   }
 
@@ -194,8 +189,8 @@ class BlockEvaluator {
           const int64_t s = st[op];
           const char* base = ptrs[op] + off * s * itemsize(dt);
           if (s == 0) {
-            one_[k] = load_one<C>(base, dt);
-          } else if (s == 1 && dt == dtype_of<C>()) {
+            gather(&one_[k], base, dt, 0, 1);
+          } else if (s == 1 && dt == dtype_of<C>) {
             vec_[k] = reinterpret_cast<const C*>(base);
           } else if (prog_.slot[k] >= 0) {
             C* d = buffer(k);
@@ -253,11 +248,6 @@ class BlockEvaluator {
       const DType dt = plan_.dtypes[j];
       store<C>(ptrs[j] + off * st[j] * itemsize(dt), dt, st[j], vec_[o], one_[o], m);
     }
-  }
-
-  template <class T>
-  static constexpr DType dtype_of() {
-    return std::is_same_v<T, double> ? kFloat64 : kFloat32;
   }
 
   const FusedProgram& prog_;

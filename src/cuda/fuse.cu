@@ -49,14 +49,6 @@ struct DeviceProgram {
   char* data[kMaxOperands] = {};
 };
 
-template <class I>
-struct FusedOffsets {
-  int ndim = 0;
-  int noperands = 0;
-  I sizes[kMaxPlanDims] = {};
-  I strides[kMaxOperands][kMaxPlanDims] = {};
-};
-
 constexpr uint8_t kind_of(FusedInstr::Kind k) { return uint8_t(k); }
 
 template <class C, class... Ops>
@@ -101,20 +93,14 @@ __device__ void store(char* base, int64_t off, DType dt, C v) {
 }
 
 template <class C, class I>
-__global__ void fused_kernel(int64_t n, DeviceProgram prog, FusedOffsets<I> offs) {
+__global__ void fused_kernel(int64_t n, DeviceProgram prog, Offsets<I, kMaxOperands> offs) {
   using Kind = FusedInstr::Kind;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   // Indexed at run time, so in local memory (cached in L1) rather than in registers.
   C reg[kMaxRegisters] = {};  // every register is written before it is read
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += stride) {
     I off[kMaxOperands];
-    for (int k = 0; k < offs.noperands; ++k) off[k] = 0;
-    I linear = I(i);
-    for (int d = offs.ndim - 1; d >= 0; --d) {  // innermost dim last in the plan
-      const I idx = linear % offs.sizes[d];
-      linear /= offs.sizes[d];
-      for (int k = 0; k < offs.noperands; ++k) off[k] += idx * offs.strides[k][d];
-    }
+    offs.at(I(i), off);
     const auto value = [&](int j) {
       const DeviceInstr& in = prog.code[j];
       return in.kind == kind_of(Kind::constant) ? C(prog.values[in.param]) : reg[in.reg];
@@ -156,19 +142,8 @@ __global__ void fused_kernel(int64_t n, DeviceProgram prog, FusedOffsets<I> offs
 }
 
 // The classic limit of a kernel's arguments (larger ones need CUDA 12.1 and a recent driver).
-static_assert(sizeof(int64_t) + sizeof(DeviceProgram) + sizeof(FusedOffsets<int64_t>) <= 4096);
-
-template <class I>
-FusedOffsets<I> offsets_of(const FusedPlan& p) {
-  FusedOffsets<I> o;
-  o.ndim = p.ndim;
-  o.noperands = p.noperands;
-  for (int d = 0; d < p.ndim; ++d) {
-    o.sizes[d] = I(p.sizes[d]);
-    for (int k = 0; k < p.noperands; ++k) o.strides[k][d] = I(p.strides[k][d]);
-  }
-  return o;
-}
+static_assert(sizeof(int64_t) + sizeof(DeviceProgram) + sizeof(Offsets<int64_t, kMaxOperands>) <=
+              4096);
 
 bool fused_cuda(const FusedLaunch& launch) {
   const FusedProgram& prog = *launch.program;
@@ -226,10 +201,10 @@ bool fused_cuda(const FusedLaunch& launch) {
   const auto run = [&]<class C>() {
     if (plan.fits_int32)
       fused_kernel<C, int32_t><<<grid_for(plan.numel), kThreads, 0, on.stream>>>(
-          plan.numel, d, offsets_of<int32_t>(plan));
+          plan.numel, d, make_offsets<int32_t, kMaxOperands>(plan));
     else
       fused_kernel<C, int64_t><<<grid_for(plan.numel), kThreads, 0, on.stream>>>(
-          plan.numel, d, offsets_of<int64_t>(plan));
+          plan.numel, d, make_offsets<int64_t, kMaxOperands>(plan));
   };
   if (launch.compute == kFloat64) run.template operator()<double>();
   else run.template operator()<float>();

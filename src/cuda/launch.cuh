@@ -54,8 +54,10 @@ struct Offsets {
   }
 };
 
-template <class I, int N>
-Offsets<I, N> make_offsets(const ElementwisePlan& p) {
+/// The offsets of a plan's first N operands (any plan width; operands past its count have
+/// zero strides).
+template <class I, int N, class Plan>
+Offsets<I, N> make_offsets(const Plan& p) {
   Offsets<I, N> o;
   o.ndim = p.ndim;
   for (int d = 0; d < p.ndim; ++d) {

@@ -19,10 +19,44 @@ namespace ignis::detail {
 namespace {
 using Kind = FusedInstr::Kind;
 
+/// What a call computes: checked inputs, their broadcast shape, the dtypes.
+struct FusedCall {
+  Device device;
+  Shape shape;
+  DType result = kFloat32;   // of every output
+  DType compute = kFloat32;  // the arithmetic: float32 or float64
+};
+
+FusedCall check_call(const FusedProgram& prog, const std::vector<Tensor>& inputs) {
+  const char* name = prog.name.c_str();
+  IGNIS_CHECK(int(inputs.size()) == prog.num_inputs, ValueError,
+              "[{}] takes {} tensors, got {}", name, prog.num_inputs, inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    IGNIS_CHECK(inputs[i].defined(), ValueError, "[{}] input {} is an undefined tensor", name, i);
+  FusedCall call;
+  call.device = inputs[0].device();
+  DType promoted = inputs[0].dtype();
+  call.shape = inputs[0].sizes();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    IGNIS_CHECK(inputs[i].device() == call.device, DeviceError,
+                "[{}] input {} is on {} but input 0 on {}", name, i, inputs[i].device().str(),
+                call.device.str());
+    promoted = promote_types(promoted, inputs[i].dtype());
+    call.shape = broadcast_shape(call.shape, inputs[i].sizes(), name);
+  }
+  call.result = is_floating(promoted) ? promoted : default_dtype();
+  call.compute = call.result == kFloat64 ? kFloat64 : kFloat32;
+  return call;
+}
+
 /// The program op by op through the ordinary front ends (devices without the fused kernel,
-/// programs wider than its plan). The ops record their own autograd.
+/// programs wider than its plan), outputs in the result dtype. The ops record their own
+/// autograd.
 std::vector<Tensor> run_op_by_op(const FusedProgram& prog, const std::vector<Tensor>& inputs,
-                                 const Shape& shape, DType compute, Device device) {
+                                 const FusedCall& call) {
+  const DType compute = call.compute;
+  const Device device = call.device;
+  const Shape& shape = call.shape;
   std::vector<Tensor> v(prog.code.size());
   const auto operand = [&](int32_t i) {
     const FusedInstr& in = prog.code[size_t(i)];
@@ -64,6 +98,7 @@ std::vector<Tensor> run_op_by_op(const FusedProgram& prog, const std::vector<Ten
         prog.outputs.begin() + std::ptrdiff_t(j);
     if (t.sizes() != shape) t = t.expand(shape).contiguous();
     else if (prog.code[size_t(o)].kind == Kind::input || repeated) t = t.clone();
+    if (t.dtype() != call.result) t = t.to(call.result);
     outs.push_back(std::move(t));
   }
   return outs;
@@ -81,7 +116,7 @@ const char* interned(const std::string& name) {
 void record_fused(const std::shared_ptr<const FusedProgram>& program,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
   const size_t n = inputs.size();
-  FusedWanted wanted(n, false);
+  std::vector<bool> wanted(n, false);
   for (size_t i = 0; i < n; ++i) wanted[i] = inputs[i].requires_grad();
   // Derived now (once per program and wanted set, then cached), so that only the inputs its
   // formulas read are saved, as the single ops save only what their formulas read.
@@ -113,44 +148,11 @@ void record_fused(const std::shared_ptr<const FusedProgram>& program,
          });
 }
 
-/// What a call computes: checked inputs, their broadcast shape, the dtypes.
-struct FusedCall {
-  Device device;
-  Shape shape;
-  DType result = kFloat32;   // of every output
-  DType compute = kFloat32;  // the arithmetic: float32 or float64
-};
-
-FusedCall check_call(const FusedProgram& prog, const std::vector<Tensor>& inputs) {
-  const char* name = prog.name.c_str();
-  IGNIS_CHECK(int(inputs.size()) == prog.num_inputs, ValueError,
-              "[{}] takes {} tensors, got {}", name, prog.num_inputs, inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    IGNIS_CHECK(inputs[i].defined(), ValueError, "[{}] input {} is an undefined tensor", name, i);
-  FusedCall call;
-  call.device = inputs[0].device();
-  DType promoted = inputs[0].dtype();
-  call.shape = inputs[0].sizes();
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    IGNIS_CHECK(inputs[i].device() == call.device, DeviceError,
-                "[{}] input {} is on {} but input 0 on {}", name, i, inputs[i].device().str(),
-                call.device.str());
-    promoted = promote_types(promoted, inputs[i].dtype());
-    call.shape = broadcast_shape(call.shape, inputs[i].sizes(), name);
-  }
-  call.result = is_floating(promoted) ? promoted : default_dtype();
-  call.compute = call.result == kFloat64 ? kFloat64 : kFloat32;
-  return call;
-}
 }  // namespace
 
 std::vector<Tensor> run_fused_op_by_op(const FusedProgram& prog,
                                        const std::vector<Tensor>& inputs) {
-  const FusedCall call = check_call(prog, inputs);
-  std::vector<Tensor> outs = run_op_by_op(prog, inputs, call.shape, call.compute, call.device);
-  for (Tensor& t : outs)
-    if (t.dtype() != call.result) t = t.to(call.result);
-  return outs;
+  return run_op_by_op(prog, inputs, check_call(prog, inputs));
 }
 
 std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program,
@@ -163,7 +165,7 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
   const DType result = call.result, compute = call.compute;
   const size_t noperands = prog.outputs.size() + inputs.size();
   if (!(fused_kernel.has(device.type) && noperands <= size_t(kMaxFusedOperands)))
-    return run_fused_op_by_op(prog, inputs);
+    return run_op_by_op(prog, inputs, call);
 
   // Outputs in the layout of the first input of the full shape (channels-last stays so).
   const Tensor* like = nullptr;
@@ -189,7 +191,7 @@ std::vector<Tensor> run_fused(const std::shared_ptr<const FusedProgram>& program
   }
   // Not taken (too large for the device's kernel): op by op, outside the no-grad scope, so
   // that the ops record their gradients.
-  if (!taken) return run_fused_op_by_op(prog, inputs);
+  if (!taken) return run_op_by_op(prog, inputs, call);
   if (needs_grad(inputs)) record_fused(program, inputs, outputs);
   return outputs;
 }

@@ -2,7 +2,7 @@
 // Each op's derivative is the formula the single op records (src/ops/elementwise_grad.cpp),
 // written in program instructions, so a fused function's gradients are the eager ones. The
 // forward code is replayed first; what the gradients do not read is dropped by
-// finalize_fused_program.
+// end_fused_trace.
 #include "core/error.h"
 #include "ops/fuse_program.h"
 

@@ -23,7 +23,7 @@ struct FusedInstr {
   Kind kind = Kind::constant;
   uint8_t op = 0;             // a kernels::UnaryOp or kernels::BinaryOp
   int32_t a = -1, b = -1, c = -1;  // operands: indices of earlier instructions
-  double value = 0;           // a constant's value; an input's index
+  double value = 0;           // a constant's value (input i is instruction i)
   kernels::UnaryParams unary_params;
   kernels::BinaryParams binary_params;
 
@@ -55,9 +55,6 @@ struct FusedProgram {
   bool reads(int32_t i) const;
 };
 
-/// Which inputs want a gradient, one flag per input.
-using FusedWanted = std::vector<bool>;
-
 struct FusedTrace {
   FusedProgram program;
   /// Appends an instruction, folding constant operands; returns its index.
@@ -67,9 +64,6 @@ struct FusedTrace {
   int32_t binary(kernels::BinaryOp op, int32_t a, int32_t b, const kernels::BinaryParams& p = {});
   int32_t where(int32_t cond, int32_t a, int32_t b);
 };
-
-/// Drops instructions no output needs (inputs stay), then assigns the CPU kernel's buffers.
-void finalize_fused_program(FusedProgram& program);
 
 /// The program computing the gradients of the inputs in `wanted` from the forward inputs
 /// followed by one gradient per forward output; one output per wanted input that reaches an

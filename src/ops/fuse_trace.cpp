@@ -136,6 +136,8 @@ bool FusedProgram::reads(int32_t i) const {
   return std::find(outputs.begin(), outputs.end(), i) != outputs.end();
 }
 
+namespace {
+/// Drops instructions no output needs (inputs stay), then assigns the CPU kernel's buffers.
 void finalize_fused_program(FusedProgram& prog) {
   const size_t n = prog.code.size();
   // Live: reachable from an output. Inputs keep their places whether used or not.
@@ -194,6 +196,7 @@ void finalize_fused_program(FusedProgram& prog) {
   }
   prog.num_slots = next;
 }
+}  // namespace
 
 std::shared_ptr<FusedTrace> begin_fused_trace(int num_inputs, const std::string& name) {
   // Users' functions are held to kMaxFusedInputs at compile time; gradient programs take
@@ -205,7 +208,6 @@ std::shared_ptr<FusedTrace> begin_fused_trace(int num_inputs, const std::string&
   for (int i = 0; i < num_inputs; ++i) {
     FusedInstr in;
     in.kind = Kind::input;
-    in.value = i;
     trace->program.code.push_back(in);
   }
   return trace;
