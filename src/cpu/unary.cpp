@@ -19,20 +19,13 @@ template <class Op, class T>
 void unary_loop(const ElementwisePlan& p, const UnaryParams& params) {
   using C = opmath_t<T>;
   using Out = std::conditional_t<Op::kind == OpKind::Predicate, bool, T>;
-  const Op op = make_unary<Op>(params);
+  const auto op = specialized<C>(make_unary<Op>(params));
   const bool stream = use_streaming_stores<Out>(p.numel);
   cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(d[0]);
     const T* a = reinterpret_cast<const T*>(d[1]);
     if (s[0] == 1 && s[1] == 1) {
-      if constexpr (std::is_same_v<Op, Clamp>) {
-        // The bounds hoisted: with them chosen per element, GCC left the streaming loop
-        // (outputs over 4 MiB) scalar: clamp of 16M floats took 18.9 ms against neg's 2.9.
-        const C lo = op.template lower<C>(), hi = op.template upper<C>();
-        write_contiguous(o, n, stream, [&](int64_t i) { return Out(Clamp::apply(C(a[i]), lo, hi)); });
-      } else {
-        write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]))); });
-      }
+      write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]))); });
     } else {
       for (int64_t i = 0; i < n; ++i) o[i * s[0]] = Out(op(C(a[i * s[1]])));
     }

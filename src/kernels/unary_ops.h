@@ -66,15 +66,19 @@ struct Relu {
 struct Clamp {
   IGNIS_UNARY_HEADER(clamp, Numeric)
   UnaryParams p;
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    return apply(x, lower<T>(), upper<T>());
-  }
-  /// The bounds in T, for loops that hoist them out of the element loop.
-  template <class T> IGNIS_HOST_DEVICE T lower() const { return p.has_a ? T(p.a) : lowest<T>(); }
-  template <class T> IGNIS_HOST_DEVICE T upper() const { return p.has_b ? T(p.b) : highest<T>(); }
-  template <class T> IGNIS_HOST_DEVICE static T apply(T x, T lo, T hi) {
-    x = x < lo ? lo : x;
-    return x > hi ? hi : x;
+  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return specialize<T>()(x); }
+
+  /// The bounds converted to T once (see specialized()).
+  template <class T>
+  struct Bounds {
+    T lo, hi;
+    IGNIS_HOST_DEVICE T operator()(T x) const {
+      x = x < lo ? lo : x;
+      return x > hi ? hi : x;
+    }
+  };
+  template <class T> IGNIS_HOST_DEVICE Bounds<T> specialize() const {
+    return {p.has_a ? T(p.a) : lowest<T>(), p.has_b ? T(p.b) : highest<T>()};
   }
 
  private:
@@ -224,6 +228,16 @@ template <class Op>
 IGNIS_HOST_DEVICE Op make_unary(const UnaryParams& p) {
   if constexpr (requires { Op{p}; }) return Op{p};
   else return Op{};
+}
+
+/// What a loop over values of type T calls: op.specialize<T>() when the functor has one (its
+/// parameters converted to T once, outside the element loop; with them worked out per
+/// element, GCC left clamp's streaming CPU loop scalar: 16M floats in 18.9 ms against neg's
+/// 2.9), else op itself.
+template <class T, class Op>
+IGNIS_HOST_DEVICE auto specialized(const Op& op) {
+  if constexpr (requires { op.template specialize<T>(); }) return op.template specialize<T>();
+  else return op;
 }
 
 }  // namespace ignis::kernels
