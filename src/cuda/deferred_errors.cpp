@@ -65,7 +65,7 @@ DeviceReports& reports_of(int device) {
 std::optional<std::string> retire(DeviceReports& r, int device, bool wait_oldest) {
   if (r.pending.empty()) return std::nullopt;  // most calls: nothing to ask the device
   DeviceGuard guard(device);
-  if (wait_oldest && !r.pending.empty())
+  if (wait_oldest)
     IGNIS_CUDA_CHECK(cudaEventSynchronize(r.pending.front().done), kOp);
   std::optional<std::string> first;
   for (auto it = r.pending.begin(); it != r.pending.end();) {

@@ -173,7 +173,6 @@ void forward(CrossEntropyForward& a) {
           r.value, c, r.index, n);
     });
   // The backward reads the divisor where the kernel left it: no wait for the GPU here.
-  a.stats_on_device = true;
 }
 
 /// w_all = the sum of the class weights (read by the smoothing term only).
@@ -205,8 +204,8 @@ __global__ void cross_entropy_grad_kernel(
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n * c;
        k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = k / c, j = k % c, t = target[i];
-    // An out-of-range target (only possible inside a CUDA graph, where the forward cannot
-    // report it) counts for nothing, as in the forward, and is never used as an index.
+    // An out-of-range target (the forward's deferred report is raised later, or never inside
+    // a CUDA graph) counts for nothing, as in the forward, and is never used as an index.
     if (t == ignore_index || t < 0 || t >= c) {
       grad_in[k] = T(0);
       continue;

@@ -125,7 +125,7 @@ void Event::record(const Stream& stream) {
 
 void Event::synchronize() const {
   if (impl_->event) IGNIS_CUDA_CHECK(cudaEventSynchronize(impl_->event), "Event::synchronize");
-  detail::raise_kernel_errors(-1);
+  detail::raise_kernel_errors(impl_->device);  // -1 (every device) for an unrecorded event
 }
 
 bool Event::query() const {

@@ -43,7 +43,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                 norm_type);
   const Tensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
   // Converted once for the gradients' usual device and dtype (the first's), not per tensor.
-  const Tensor common = coef.to(grads[0].device()).to(grads[0].dtype());
+  const Tensor common = coef.to(grads[0].dtype());  // already on the first one's device
   for (Tensor& g : grads) {  // handles of the parameters' .grad(): scaled in place
     const bool same = g.device() == common.device() && g.dtype() == common.dtype();
     g.mul_(same ? common : coef.to(g.device()).to(g.dtype()));

@@ -86,7 +86,6 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
   Tensor stats = x.is_cpu() ? Tensor() : make_tensor({2}, kFloat64, x.device());
   if (stats.defined()) f.device_stats = stats.data_ptr<double>();
   cross_entropy_forward_kernel.get(x.device())(f);
-  if (!f.stats_on_device) stats = Tensor();
   if (f.bad_row >= 0)
     throw IndexError(fmt::format("[cross_entropy] target {} is out of range for {} classes",
                                  t[f.bad_row].item<int64_t>(), f.c));

@@ -35,11 +35,10 @@ struct CrossEntropyForward : CrossEntropyArgs {
   int64_t bad_row = -1;       // out (CPU): first row whose target is out of range, or -1
   // Device kernels: two float64 on the logits' device that receive the divisor and the bad
   // row's bits (~0 for none). A device kernel does not wait for its results: it leaves
-  // weight_sum and bad_row unset and says so in stats_on_device, the backward reads the
-  // divisor from device_stats, and an out-of-range target is raised later by the device
-  // (the CUDA backend's Note [Deferred kernel errors]; not at all inside a CUDA graph).
+  // weight_sum and bad_row unset, the backward reads the divisor from device_stats, and an
+  // out-of-range target is raised later by the device (the CUDA backend's Note [Deferred
+  // kernel errors]; not at all inside a CUDA graph). Null for the CPU kernel.
   double* device_stats = nullptr;
-  bool stats_on_device = false;  // out
 };
 
 struct CrossEntropyBackward : CrossEntropyArgs {
