@@ -4,7 +4,9 @@
 // the step eagerly and never touch CUDA).
 //
 // The side stream (as PyTorch's torch.cuda.graph uses): the warm-up steps and the capture run
-// there, ordered after the caller's stream with events, so the blocks that the caching
+// there (one per thread and device, shared by the thread's captured steps: streams live until
+// the process exits, so a stream per CapturedStep would accumulate; a thread's steps run one
+// at a time, and another thread's capture must not see this one's work), ordered after the caller's stream with events, so the blocks that the caching
 // allocator hands to the warm-up (per stream) are not the ones the capture's pool would
 // shadow, and CUDA's rule that the capturing stream not be the legacy stream holds. Replays
 // run on the caller's current stream, after the copies of x and y into the static inputs.
@@ -12,6 +14,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 #include "core/error.h"
 #include "ignis/cuda_graph.h"
@@ -25,12 +28,20 @@ struct CapturedStep::Impl {
   int eager_steps = 0;  // warm-up steps done
   bool fell_back = false;
   std::string reason;
-  std::optional<Stream> side;
   Graph graph;
   Tensor static_x, static_y, out;
 };
 
 namespace {
+/// This thread's side stream of `device`, created on first use.
+const Stream& side_stream(int device) {
+  thread_local std::vector<std::optional<Stream>> streams;
+  if (streams.size() <= size_t(device)) streams.resize(size_t(device) + 1);
+  auto& s = streams[size_t(device)];
+  if (!s) s = Stream::create(device);
+  return *s;
+}
+
 bool same_layout(const Tensor& a, const Tensor& b) {
   return a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.device() == b.device();
 }
@@ -92,18 +103,18 @@ Tensor CapturedStep::operator()(const Tensor& x, const Tensor& y) {
     s.graph.replay();
     return s.out;
   }
-  if (!s.side) s.side = Stream::create(x.device().index);
+  const Stream& side = side_stream(x.device().index);
   if (s.eager_steps < s.options.warmup_steps) {
     ++s.eager_steps;
-    return on_side_stream(*s.side, [&] { return s.fn(x, y); });
+    return on_side_stream(side, [&] { return s.fn(x, y); });
   }
   s.static_x = empty_like(x);
   s.static_y = empty_like(y);
   s.static_x.copy_(x);
   s.static_y.copy_(y);
   try {
-    on_side_stream(*s.side, [&] {  // the side stream is current: the step's ops queue there
-      s.graph.capture_begin(*s.side);
+    on_side_stream(side, [&] {  // the side stream is current: the step's ops queue there
+      s.graph.capture_begin(side);
       try {
         // detach: the loss's autograd history would keep the capture's saved tensors alive.
         s.out = s.fn(s.static_x, s.static_y).detach();

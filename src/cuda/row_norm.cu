@@ -4,11 +4,11 @@
 // hands them contiguous float32 or float64 tensors viewed as [rows, cols] (16-bit inputs are
 // converted to float32 there), so statistics accumulate in double as on the CPU.
 //
-// Forward: one block per row; the mean, then the sum of squared deviations (two passes over
-// the row, as the CPU, avoiding E[x^2] - E[x]^2), each a block reduction (warp shuffles, then
-// one slot per warp); then every thread writes its columns.
-// Backward: one block per row for the input gradient (the two row means sg, sgx by block
-// reductions); the weight and bias gradients, sums over rows per affine index, by a second
+// Forward: one block per row (at most 2^20 blocks, each then taking every 2^20-th row); the mean,
+// then the sum of squared deviations (two passes over the row, as the CPU, avoiding E[x^2] -
+// E[x]^2), each a block reduction (warp shuffles, then one slot per warp); then every thread writes
+// its columns. Backward: one block per row for the input gradient (the two row means sg, sgx by
+// block reductions); the weight and bias gradients, sums over rows per affine index, by a second
 // kernel: a thread per affine index over a chunk of rows, the chunks' partial sums added in
 // chunk order by a third (deterministic, no atomics).
 #include <cuda_runtime.h>
@@ -35,6 +35,10 @@ unsigned row_threads(int64_t cols) {
   return unsigned(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 512));
 }
 
+/// Blocks of the row kernels: one per row up to 2^20, then each block takes several rows (a
+/// grid's x extent stops at 2^31 - 1; a cast of more rows would silently drop some).
+unsigned row_blocks(int64_t rows) { return unsigned(std::min<int64_t>(rows, int64_t(1) << 20)); }
+
 template <class T>
 __global__ void row_norm_forward_rows(
     const T* __restrict__ x,
@@ -43,26 +47,28 @@ __global__ void row_norm_forward_rows(
     T* __restrict__ y,
     T* __restrict__ mean,
     T* __restrict__ invstd,
+    int64_t rows,
     int64_t cols,
     AffineIndex ai,
     double eps) {
-  const int64_t r = blockIdx.x;
-  const T* xr = x + r * cols;
-  double s = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += double(xr[j]);
-  const double m = block_sum(s) / double(cols);
-  double v = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const double d = double(xr[j]) - m;
-    v += d * d;
-  }
-  const double is = 1.0 / ::sqrt(block_sum(v) / double(cols) + eps);
-  if (threadIdx.x == 0) mean[r] = T(m), invstd[r] = T(is);
-  T* yr = y + r * cols;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const int64_t k = ai(r, j);
-    yr[j] = T(kernels::row_norm_value(
-        double(xr[j]), m, is, w ? double(w[k]) : 1.0, b ? double(b[k]) : 0.0));
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {  // uniform across the block
+    const T* xr = x + r * cols;
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += double(xr[j]);
+    const double m = block_sum(s) / double(cols);
+    double v = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      const double d = double(xr[j]) - m;
+      v += d * d;
+    }
+    const double is = 1.0 / ::sqrt(block_sum(v) / double(cols) + eps);
+    if (threadIdx.x == 0) mean[r] = T(m), invstd[r] = T(is);
+    T* yr = y + r * cols;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      const int64_t k = ai(r, j);
+      yr[j] = T(kernels::row_norm_value(
+          double(xr[j]), m, is, w ? double(w[k]) : 1.0, b ? double(b[k]) : 0.0));
+    }
   }
 }
 
@@ -70,13 +76,14 @@ template <class T>
 void forward(const RowNormArgs& a) {
   LaunchOn on(a.input.device());
   const AffineIndex ai{a.groups, a.channels_per_group, a.s};
-  row_norm_forward_rows<T><<<unsigned(a.rows), row_threads(a.cols), 0, on.stream>>>(
+  row_norm_forward_rows<T><<<row_blocks(a.rows), row_threads(a.cols), 0, on.stream>>>(
       ptr<T>(a.input),
       ptr<T>(a.weight),
       ptr<T>(a.bias),
       ptr<T>(a.output),
       ptr<T>(a.mean),
       ptr<T>(a.invstd),
+      a.rows,
       a.cols,
       ai,
       a.eps);
@@ -93,23 +100,25 @@ __global__ void row_norm_backward_rows(
     const T* __restrict__ mean,
     const T* __restrict__ invstd,
     T* __restrict__ gi,
+    int64_t rows,
     int64_t cols,
     AffineIndex ai) {
-  const int64_t r = blockIdx.x;
-  const T *xr = x + r * cols, *gr = g + r * cols;
-  const double m = double(mean[r]), is = double(invstd[r]);
-  double sg = 0, sgx = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const double gx = double(gr[j]) * (w ? double(w[ai(r, j)]) : 1.0);
-    sg += gx;
-    sgx += gx * ((double(xr[j]) - m) * is);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {  // uniform across the block
+    const T *xr = x + r * cols, *gr = g + r * cols;
+    const double m = double(mean[r]), is = double(invstd[r]);
+    double sg = 0, sgx = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      const double gx = double(gr[j]) * (w ? double(w[ai(r, j)]) : 1.0);
+      sg += gx;
+      sgx += gx * ((double(xr[j]) - m) * is);
+    }
+    sg = block_sum(sg) / double(cols);
+    sgx = block_sum(sgx) / double(cols);
+    T* gir = gi + r * cols;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      gir[j] = T(kernels::row_norm_grad(
+          double(xr[j]), double(gr[j]), w ? double(w[ai(r, j)]) : 1.0, m, is, sg, sgx));
   }
-  sg = block_sum(sg) / double(cols);
-  sgx = block_sum(sgx) / double(cols);
-  T* gir = gi + r * cols;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    gir[j] = T(kernels::row_norm_grad(
-        double(xr[j]), double(gr[j]), w ? double(w[ai(r, j)]) : 1.0, m, is, sg, sgx));
 }
 
 /// Partial sums of the weight gradient (g * xhat) and the bias gradient (g) of affine index
@@ -172,13 +181,14 @@ template <class T>
 void backward(const RowNormBackwardArgs& a) {
   LaunchOn on(a.input.device());
   const AffineIndex ai{a.groups, a.channels_per_group, a.s};
-  row_norm_backward_rows<T><<<unsigned(a.rows), row_threads(a.cols), 0, on.stream>>>(
+  row_norm_backward_rows<T><<<row_blocks(a.rows), row_threads(a.cols), 0, on.stream>>>(
       ptr<T>(a.input),
       ptr<T>(a.grad_out),
       ptr<T>(a.weight),
       ptr<T>(a.mean),
       ptr<T>(a.invstd),
       ptr<T>(a.grad_input),
+      a.rows,
       a.cols,
       ai);
   // Checked before the allocation below: an out-of-memory there clears a pending launch error.

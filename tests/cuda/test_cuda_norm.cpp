@@ -2,7 +2,7 @@
 // input, weight and bias gradients, with and without the affine parameters, float32 and
 // float64, bf16 and fp16 inputs (computed in float32 by both), channels-last group norm, rows
 // shorter than a warp and longer than a block, and enough rows to split the weight gradient's
-// sums into many chunks.
+// sums into many chunks, and more rows than the row kernels have blocks.
 #include <fmt/format.h>
 
 #include <functional>
@@ -55,9 +55,14 @@ TEST(CudaNorm, LayerNormMatchesTheCpu) {
   struct Case {
     Shape x, normalized;
   };
-  // Rows of 5 (less than a warp), 768 and 3000 (more than one block's threads), 20,000 rows.
+  // Rows of 5 (less than a warp), 768 and 3000 (more than one block's threads), 20,000 rows,
+  // and 2^20 + 3 rows (more than the row kernels' 2^20 blocks: three blocks take two rows).
   const Case cases[] = {
-      {{4, 3, 5}, {5}}, {{16, 768}, {768}}, {{2, 3, 1000}, {3, 1000}}, {{20000, 8}, {8}}};
+      {{4, 3, 5}, {5}},
+      {{16, 768}, {768}},
+      {{2, 3, 1000}, {3, 1000}},
+      {{20000, 8}, {8}},
+      {{(1 << 20) + 3, 2}, {2}}};
   uint64_t seed = 1;
   for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16})
     for (const Case& c : cases)
