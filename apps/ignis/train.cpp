@@ -23,6 +23,7 @@
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "airbench.h"
 #include "batch_size_auto.h"
@@ -135,11 +136,12 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ra
         "--accumulate {} does not divide {}; --batch-size is the samples per optimizer step, "
         "split into {} equal micro-batches",
         o.accumulate,
-        ranks.distributed() ? fmt::format("the {} samples per process (--batch-size {} over {} "
-                                          "processes)",
-                                          per_rank,
-                                          o.batch_size,
-                                          ranks.size)
+        ranks.distributed() ? fmt::format(
+                                  "the {} samples per process (--batch-size {} over {} "
+                                  "processes)",
+                                  per_rank,
+                                  o.batch_size,
+                                  ranks.size)
                             : fmt::format("--batch-size {}", o.batch_size),
         o.accumulate));
 }
@@ -147,7 +149,10 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ra
 // One optimizer step's forward and backward passes, over --accumulate micro-batches.
 struct StepResult {
   ig::Tensor loss_sum, correct;  ///< summed over the batch's samples, detached
-  bool finite = true;            ///< the loss and every gradient are finite
+  /// On the step's device: 1 when the loss and every gradient are finite (undefined: only the
+  /// loss was checked, as in a captured step). Read by read_finiteness.
+  ig::Tensor finite_flag;
+  bool finite = true;  ///< the loss and every gradient are finite
   bool loss_finite = true;
   std::string bad_param;  ///< with --detect-anomaly: first non-finite gradient
 };
@@ -193,18 +198,36 @@ StepResult forward_backward(
   if (!amp.scaler_checks_gradients())  // fp16: overflowing gradients are the scaler's
     for (const auto& p : model.parameters())
       if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
-  r.finite = grads_ok.item<double>() != 0;
+  r.finite_flag = grads_ok;
+  return r;
+}
+
+// Reads a step's finiteness into r.finite / r.loss_finite (one read that waits for the
+// device; a second only when something is not finite) and, with --detect-anomaly, names the
+// first parameter (in registration order) whose gradient is not finite.
+void read_finiteness(StepResult& r, ig::nn::Module& model, const TrainOptions& o) {
+  r.finite = r.finite_flag.defined() ? r.finite_flag.item<double>() != 0
+                                     : std::isfinite(r.loss_sum.item<double>());
   r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
-  if (!r.finite && o.detect_anomaly) {
-    for (const auto& [name, p] : model.named_parameters()) {
-      const ig::Tensor& g = p.grad();
-      if (g.defined() && ig::all(ig::isfinite(g)).item<double>() == 0) {
-        r.bad_param = name;
-        break;
-      }
+  if (r.finite || !o.detect_anomaly) return;
+  ig::NoGradGuard no_grad;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const ig::Tensor& g = p.grad();
+    if (g.defined() && ig::all(ig::isfinite(g)).item<double>() == 0) {
+      r.bad_param = name;
+      return;
     }
   }
-  return r;
+}
+
+UsageError nonfinite_error(const StepResult& r, int64_t epoch, int64_t step) {
+  return UsageError(fmt::format(
+      "non-finite {} at epoch {} step {}{}; lower --lr, or pass --on-nonfinite skip to skip such "
+      "steps",
+      r.loss_finite ? "gradient" : "loss",
+      epoch,
+      step,
+      r.bad_param.empty() ? "" : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
 }
 
 // The running sums of the epoch in progress over every rank: loss, correct, samples seen.
@@ -401,10 +424,10 @@ int run_train(TrainOptions o, TrainProgress* progress) {
   }
   if (!all_ranks_agree(ranks, run_error.empty()))
     throw UsageError(
-        ranks.leader() ? run_error
-                       : fmt::format("rank {}: rank 0 refused --out {} (its message says why)",
-                                     ranks.rank,
-                                     o.out));
+        ranks.leader()
+            ? run_error
+            : fmt::format(
+                  "rank {}: rank 0 refused --out {} (its message says why)", ranks.rank, o.out));
   const std::string ckpt = run_file(o.out, kCheckpointFile);
   fmt::print("run     {}\n", o.out);
   if (progress) progress->run_dir = o.out, progress->steps_per_epoch = steps_per_epoch;
@@ -461,7 +484,30 @@ int run_train(TrainOptions o, TrainProgress* progress) {
   if (GraphedStep::eligible(o, device, ranks.distributed(), amp))
     graphed = std::make_unique<GraphedStep>(trained, *optimizer, o, amp);
   // A collective when distributed: every rank calls it at the same step.
+  // Note [Late finiteness checks]
+  // With --on-nonfinite stop (and no --detect-anomaly, scaler or other ranks, which need the
+  // verdict before the optimizer step), a step's finiteness is read only after the next step
+  // has been queued: reading it at once would make the host wait for the device every step,
+  // leaving the GPU idle while the next step's kernels are queued. A non-finite step is then
+  // applied before the run stops one step later, with the message naming that step; nothing
+  // is saved in between (checkpoints, the epoch's sums, its evaluation and best weights
+  // settle the pending check first).
+  const bool late_checks = o.on_nonfinite == "stop" && !o.detect_anomaly && !ranks.distributed() &&
+                           !amp.scaler_checks_gradients();
+  struct Unchecked {
+    StepResult r;
+    int64_t epoch = 0, step = 0;
+  };
+  std::optional<Unchecked> unchecked;
+  auto settle_checks = [&] {
+    if (!unchecked) return;
+    Unchecked u = std::move(*unchecked);
+    unchecked.reset();
+    read_finiteness(u.r, trained, o);
+    if (!u.r.finite) throw nonfinite_error(u.r, u.epoch, u.step);
+  };
   auto checkpoint = [&] {
+    settle_checks();
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
     st.grad_scaler = amp.scaler().state_dict();
     if (!ranks.distributed()) return save_checkpoint(ckpt, st, *model, *optimizer, config);
@@ -470,7 +516,8 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     if (st.step > 0) {
       const EpochSums g = epoch_sums(st, ranks);
       global.loss_sum = ig::scalar_tensor(g.loss, {ig::kFloat32, device});
-      global.correct_sum = ig::scalar_tensor(int64_t(std::llround(g.correct)), {ig::kInt64, device});
+      global.correct_sum =
+          ig::scalar_tensor(int64_t(std::llround(g.correct)), {ig::kInt64, device});
       global.seen = g.seen;
     }
     if (ranks.leader()) save_checkpoint(ckpt, global, *model, *optimizer, config);
@@ -513,16 +560,15 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       }
       if (progress) progress->epoch = epoch, progress->step = step + 1;
       StepResult r;
+      // The captured step's loss alone is checked (as the eager step's flag); a non-finite
+      // gradient shows in the next step's loss.
       const bool graph_step = graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct);
-      if (graph_step) {
-        // The captured step's loss alone is checked (one read, as the eager step's flag); a
-        // non-finite gradient shows in the next step's loss.
-        r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
-      } else {
+      if (!graph_step) {
         optimizer->zero_grad();
         r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
       }
       ++step;
+      if (!late_checks) read_finiteness(r, trained, o);
       bool stop_now = stop_signal() != 0;
       if (ranks.distributed()) {  // every rank takes or skips the step, or stops, together
         std::vector<int64_t> flags{r.finite ? 0 : 1, r.loss_finite ? 0 : 1, stop_now ? 1 : 0};
@@ -531,15 +577,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
         r.loss_finite = flags[1] == 0;
         stop_now = flags[2] > 0;
       }
-      if (!r.finite && o.on_nonfinite == "stop")
-        throw UsageError(fmt::format(
-            "non-finite {} at epoch {} step {}{}; lower --lr, or pass --on-nonfinite skip to "
-            "skip such steps",
-            r.loss_finite ? "gradient" : "loss",
-            epoch,
-            step,
-            r.bad_param.empty() ? ""
-                                : fmt::format(" (first non-finite gradient: {})", r.bad_param)));
+      if (!r.finite && o.on_nonfinite == "stop") throw nonfinite_error(r, epoch, step);
       // Under --amp fp16 the scaler may still skip the step (overflowing gradients).
       // A captured step has already stepped (it runs only with --on-nonfinite stop).
       if (r.finite && (graph_step || amp.step(*optimizer))) {
@@ -548,6 +586,10 @@ int run_train(TrainOptions o, TrainProgress* progress) {
         st.seen += batch.size();
       } else {
         ++st.skipped;  // the schedule still advances: lrs stay tied to the batch count
+      }
+      if (late_checks) {  // this step is queued: now wait for the previous one's verdict
+        settle_checks();
+        unchecked = Unchecked{std::move(r), epoch, step};
       }
       if (!schedule.empty()) schedule.back()->step();
       st.step = step;
@@ -596,6 +638,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
         if (o.checkpoint_every > 0 && global % o.checkpoint_every == 0) checkpoint();
       }
     }
+    settle_checks();  // before the epoch's sums, the evaluation and the best weights
     if (tty) fmt::print("\n");
     const EpochSums sums = epoch_sums(st, ranks);
     const double seen = double(std::max<int64_t>(sums.seen, 1));
