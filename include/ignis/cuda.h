@@ -144,6 +144,12 @@ bool allow_tf32();
 void set_cudnn_benchmark(bool on);
 bool cudnn_benchmark();
 
+/// Deterministic convolutions (torch.backends.cudnn.deterministic): when on, only algorithms
+/// cuDNN reports as deterministic are used (no atomic accumulation), so repeated runs give
+/// the same bits; a convolution with none throws NotImplementedError. Off by default.
+void set_cudnn_deterministic(bool on);
+bool cudnn_deterministic();
+
 /// Versions as the libraries encode them (CUDA 12.4 = 12040; cuBLAS 12.4.5 = 120405; cuDNN
 /// 9.1.0 = 90100); 0 without a CUDA build, and the driver's 0 without a driver. Never throw.
 int driver_version();

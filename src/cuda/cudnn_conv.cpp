@@ -49,9 +49,12 @@
 namespace ignis::cuda {
 namespace {
 std::atomic<bool> g_cudnn_benchmark{false};
-}
+std::atomic<bool> g_cudnn_deterministic{false};
+}  // namespace
 void set_cudnn_benchmark(bool on) { g_cudnn_benchmark = on; }
 bool cudnn_benchmark() { return g_cudnn_benchmark; }
+void set_cudnn_deterministic(bool on) { g_cudnn_deterministic = on; }
+bool cudnn_deterministic() { return g_cudnn_deterministic; }
 }  // namespace ignis::cuda
 
 namespace ignis::cuda::detail {
@@ -269,7 +272,9 @@ void store_filter_grad(const Tensor& gw, const Tensor& memory, const Descs& d) {
 enum class Pass : int { Forward, Data, Filter };
 
 /// Benchmark mode times every algorithm (cudnnFind*), which a CUDA graph capture cannot
-/// contain: a shape first met inside a capture takes cuDNN's heuristics instead.
+/// contain: a shape first met inside a capture takes cuDNN's heuristics instead (for that
+/// call only: the list is not cached, so the next eager call still times them). A shape the
+/// warm-up timed is found in the cache, so the capture runs the warm-up's algorithm.
 bool benchmark_now() { return cudnn_benchmark() && !ignis::detail::capture_underway(); }
 
 /// The largest power of two up to 256 that divides every operand's address: cuDNN may refuse
@@ -281,8 +286,8 @@ int64_t alignment_of(std::initializer_list<const Tensor*> ts) {
   return int64_t(bits & (~bits + 1));
 }
 
-/// What decides an algorithm: the pass, the device, dtype, math mode, sizes and strides, and
-/// the operands' alignment.
+/// What decides an algorithm: the pass, the device, dtype, math mode, the benchmark and
+/// deterministic settings, sizes and strides, and the operands' alignment.
 using AlgoKey = std::vector<int64_t>;
 AlgoKey key_of(
     Pass pass,
@@ -292,7 +297,8 @@ AlgoKey key_of(
     const Tensor& y,
     const Conv2dParams& p) {
   AlgoKey k{int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()),
-            int64_t(benchmark_now()), alignment_of({&x, &w, &y})};
+            int64_t(cudnn_benchmark()), int64_t(cudnn_deterministic()),
+            alignment_of({&x, &w, &y})};
   for (const Tensor* t : {&x, &w, &y})
     for (int d = 0; d < 4; ++d) k.push_back(t->size(d)), k.push_back(t->stride(d));
   for (int i = 0; i < 2; ++i) k.insert(k.end(), {p.stride[i], p.padding[i], p.dilation[i]});
@@ -321,26 +327,33 @@ AlgoCache& algo_cache() {
   return cache;
 }
 
+/// The list cached for key, else find()'s (cached unless `keep` is false).
 template <class Find>
-AlgoList cached_algos(const AlgoKey& key, const Find& find) {
+AlgoList cached_algos(const AlgoKey& key, const Find& find, bool keep) {
   AlgoCache& c = algo_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     if (auto it = c.lists.find(key); it != c.lists.end()) return it->second;
   }
   AlgoList found = std::make_shared<const std::vector<AlgoChoice>>(find());
+  if (!keep) return found;
   std::lock_guard<std::mutex> lock(c.mu);
   return c.lists.emplace(key, std::move(found)).first->second;
 }
 
+/// The entries cuDNN marks as runnable (and, in deterministic mode, deterministic), in order.
 template <class Perf>
 std::vector<AlgoChoice> supported(const Perf* perf, int count, const char* op) {
+  const bool deterministic = cudnn_deterministic();
   std::vector<AlgoChoice> out;
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (!deterministic || perf[i].determinism == CUDNN_DETERMINISTIC))
       out.push_back({int(perf[i].algo), perf[i].mathType});
   IGNIS_CHECK(!out.empty(), NotImplementedError,
-              "[{}] cuDNN offers no algorithm for this convolution", op);
+              "[{}] cuDNN offers no {}algorithm for this convolution{}", op,
+              deterministic ? "deterministic " : "",
+              deterministic ? " (cuda::set_cudnn_deterministic(false) allows the others)" : "");
   return out;
 }
 
@@ -365,11 +378,12 @@ void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& can
       continue;
     }
     if (status == CUDNN_STATUS_SUCCESS) {
-      if (kept.size() < i) {  // some were refused: drop them from the cached list
+      if (kept.size() < i) {  // some were refused: drop them from the cached list (if cached)
         kept.insert(kept.end(), candidates.begin() + std::ptrdiff_t(i), candidates.end());
         AlgoCache& c = algo_cache();
         std::lock_guard<std::mutex> lock(c.mu);
-        c.lists[key] = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
+        if (auto it = c.lists.find(key); it != c.lists.end())
+          it->second = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
       }
       return;
     }
@@ -501,7 +515,7 @@ void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device
     }
     IGNIS_CUDNN_CHECK(Calls::find(h, d, a, b, out, &n, perf, data_or_null(ws), wsb), op);
     return supported(perf, n, op);  // sorted by time
-  });
+  }, /*keep=*/!(cudnn_benchmark() && ignis::detail::capture_underway()));
   run_first_that_works(key, *choices, [&](const AlgoChoice& c) {
     d.conv.use(c.math, dtype, op);
     size_t bytes = 0;

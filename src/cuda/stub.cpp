@@ -49,6 +49,8 @@ void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 void set_cudnn_benchmark(bool) {}
 bool cudnn_benchmark() { return false; }
+void set_cudnn_deterministic(bool) {}
+bool cudnn_deterministic() { return false; }
 int driver_version() { return 0; }
 int runtime_version() { return 0; }
 int cublas_version() { return 0; }

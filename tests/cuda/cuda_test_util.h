@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,22 +14,37 @@
 #include "ignis/ignis.h"
 #include "support/test_support.h"
 
-/// Skips the test (gtest's SKIPPED) when no CUDA device is usable.
+namespace ignis::testing {
+/// A dry run (IGNIS_CUDA_TESTS_ON_CPU=1, no GPU): the tests run with kGpu standing for the
+/// CPU, so the CPU is compared with itself. It proves nothing about CUDA; it finds mistakes of
+/// the tests' own (a reference of another dtype, a shape or an expected message that is
+/// wrong) before a GPU's time is spent on them. Tests that call the CUDA API itself fail.
+inline bool dry_run_on_cpu() {
+  static const bool on = [] {
+    const char* v = std::getenv("IGNIS_CUDA_TESTS_ON_CPU");
+    return v && std::string(v) == "1" && !::ignis::cuda::is_available();
+  }();
+  return on;
+}
+}  // namespace ignis::testing
+
+/// Skips the test (gtest's SKIPPED) when no CUDA device is usable (unless in a dry run).
 #define IGNIS_REQUIRE_CUDA()                                                                       \
   do {                                                                                             \
-    if (!::ignis::cuda::is_available())                                                            \
+    if (!::ignis::cuda::is_available() && !::ignis::testing::dry_run_on_cpu())                     \
       GTEST_SKIP() << (::ignis::cuda::is_built() ? "no CUDA device" : "Ignis built without CUDA"); \
   } while (0)
 
 namespace ignis::testing {
 
-inline const Device kGpu = Device::cuda(0);
+inline const Device kGpu = dry_run_on_cpu() ? Device::cpu() : Device::cuda(0);
 
 /// The GPU result gpu (brought back to the CPU) against the CPU result cpu: same shape and
 /// dtype, values within rtol/atol (NaN matching NaN).
 inline ::testing::AssertionResult matches_cpu(
     const Tensor& gpu, const Tensor& cpu, double rtol, double atol) {
-  if (!gpu.is_cuda()) return ::testing::AssertionFailure() << "result is on " << gpu.device().str();
+  if (!gpu.is_cuda() && !dry_run_on_cpu())
+    return ::testing::AssertionFailure() << "result is on " << gpu.device().str();
   if (gpu.sizes() != cpu.sizes())
     return ::testing::AssertionFailure() << "shape " << detail::shape_str(gpu.sizes()) << " vs "
                                          << detail::shape_str(cpu.sizes());
@@ -37,6 +53,14 @@ inline ::testing::AssertionResult matches_cpu(
            << "dtype " << dtype_name(gpu.dtype()) << " vs " << dtype_name(cpu.dtype());
   return all_close(values_of(gpu.cpu()), values_of(cpu), rtol, atol);
 }
+
+/// cuDNN restricted to deterministic algorithms for a scope (comparisons of two GPU runs).
+struct DeterministicConvolutions {
+  DeterministicConvolutions() { cuda::set_cudnn_deterministic(true); }
+  ~DeterministicConvolutions() { cuda::set_cudnn_deterministic(false); }
+  DeterministicConvolutions(const DeterministicConvolutions&) = delete;
+  DeterministicConvolutions& operator=(const DeterministicConvolutions&) = delete;
+};
 
 /// Bitwise equality of a GPU result with the CPU's (same dtype and shape).
 inline ::testing::AssertionResult equals_cpu(const Tensor& gpu, const Tensor& cpu) {

@@ -74,7 +74,7 @@ TEST(CudaChannelsLast, ResNet18StepMatchesTheCpu) {
     auto net = models::resnet18({.num_classes = 10, .stem = models::ResNetStem::Cifar});
     net->to(d);
     net->to(kCL);
-    const Tensor x = random_tensor({4, 3, 32, 32}, -1, 1, 6).to(d).to(kCL);
+    const Tensor x = random_tensor({4, 3, 32, 32}, -1, 1, 6).to(d, kFloat32).to(kCL);
     const Tensor y = tensor(std::vector<int64_t>{1, 3, 5, 7}).to(d);
     const Tensor logits = (*net)(x);
     nn::functional::cross_entropy(logits, y).backward();

@@ -96,9 +96,16 @@ TEST(CudaLinalg, Tf32IsOffByDefaultAndSwitchable) {
   const Tensor ref = matmul(a, b);
   const Tensor ga = a.to(kGpu, kFloat32), gb = b.to(kGpu, kFloat32);
   const double full = (matmul(ga, gb).cpu().to(kFloat64) - ref).abs().max().item<double>();
-  cuda::set_allow_tf32(true);
-  const double tf32 = (matmul(ga, gb).cpu().to(kFloat64) - ref).abs().max().item<double>();
-  cuda::set_allow_tf32(false);
+  double tf32 = 0;
+  {
+    // Switched back also when the product throws: the later tests of this process assume
+    // full float32 products.
+    struct Restore {
+      ~Restore() { cuda::set_allow_tf32(false); }
+    } restore;
+    cuda::set_allow_tf32(true);
+    tf32 = (matmul(ga, gb).cpu().to(kFloat64) - ref).abs().max().item<double>();
+  }
   EXPECT_LT(full, 1e-4);  // float32 arithmetic: ~sqrt(512) * 2^-24 * |terms|
   EXPECT_LT(tf32, 0.1);   // 10-bit mantissas: ~2^-11 relative per term
   EXPECT_GT(tf32, 10 * full) << "TF32 on should be visibly less exact than float32";

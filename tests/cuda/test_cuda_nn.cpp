@@ -10,6 +10,8 @@
 
 namespace ignis {
 namespace {
+using testing::DeterministicConvolutions;
+using testing::equals_cpu;
 using testing::kGpu;
 using testing::matches_cpu;
 using testing::random_tensor;
@@ -155,6 +157,44 @@ TEST(CudaNn, Conv2dInBenchmarkModeMatchesTheCpu) {
     for (bool cl : {false, true}) expect_like_cpu("benchmark mode", fn, in, kFloat32, cl);
 }
 
+TEST(CudaNn, Conv2dDeterministicModeRepeatsBitForBit) {
+  IGNIS_REQUIRE_CUDA();
+  // The weight gradient over many positions is where cuDNN's fast algorithms may add with
+  // atomics; in deterministic mode two runs give the same bits. A call made before the mode
+  // was on must not lend its (possibly non-deterministic) choice: the mode is in the key.
+  const Tensor x0 = random_tensor({32, 64, 16, 16}, -1, 1, 43);
+  const Tensor w0 = random_tensor({64, 64, 3, 3}, -0.1, 0.1, 44);
+  const Tensor up = random_tensor({32, 64, 16, 16}, -1, 1, 45);
+  for (DType t : {kFloat32, kBFloat16})
+    for (bool cl : {false, true}) {
+      const auto run = [&](Device d) {
+        Tensor x = x0.to(d, t), w = w0.to(d, t);
+        if (cl) {
+          x = x.contiguous(MemoryFormat::channels_last);
+          w = w.contiguous(MemoryFormat::channels_last);
+        }
+        x.requires_grad_();
+        w.requires_grad_();
+        const Tensor y = conv2d(x, w, Tensor(), {.padding = {1, 1}});
+        (y * up.to(d, t)).sum().backward();
+        return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+      };
+      (void)run(kGpu);
+      const DeterministicConvolutions deterministic;
+      EXPECT_TRUE(cuda::cudnn_deterministic());
+      const auto a = run(kGpu), b = run(kGpu), cpu = run(Device::cpu());
+      const char* names[] = {"output", "input gradient", "weight gradient"};
+      for (size_t i = 0; i < 3; ++i) {
+        const std::string what =
+            std::string(dtype_name(t)) + (cl ? " channels-last " : " ") + names[i];
+        EXPECT_TRUE(equals_cpu(a[i], b[i].cpu())) << what << ": two deterministic runs differ";
+        const double tol = t == kFloat32 ? 1e-4 : 3e-2;
+        EXPECT_TRUE(matches_cpu(a[i], cpu[i], tol, tol)) << what;
+      }
+    }
+  EXPECT_FALSE(cuda::cudnn_deterministic());
+}
+
 TEST(CudaNn, ConvTranspose2dMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
   // output_padding makes the adjoint convolution's end padding smaller than its start.
@@ -285,8 +325,8 @@ TEST(CudaNn, BatchNormGeluMatchesTheCpu) {
       Tensor x = random_tensor({8, 64, 15, 15}, -3, 3, 56).to(d, kBFloat16);
       if (cl) x = x.contiguous(MemoryFormat::channels_last);
       x.requires_grad_();
-      Tensor w = random_tensor({64}, 0.5, 1.5, 57).to(d).requires_grad_();
-      Tensor b = random_tensor({64}, -0.5, 0.5, 58).to(d).requires_grad_();
+      Tensor w = random_tensor({64}, 0.5, 1.5, 57).to(d, kFloat32).requires_grad_();
+      Tensor b = random_tensor({64}, -0.5, 0.5, 58).to(d, kFloat32).requires_grad_();
       const Tensor y = batch_norm_gelu(x, Tensor(), Tensor(), w, b, true, 0.4, 1e-12);
       (y * random_tensor(y.sizes(), -1, 1, 59).to(d, kBFloat16)).sum().backward();
       results.push_back({y.detach(), x.grad(), w.grad(), b.grad()});

@@ -124,9 +124,12 @@ TEST(CudaReduce, NonContiguousInputs) {
   IGNIS_REQUIRE_CUDA();
   const std::vector<double> v = random_values(60 * 70, -2, 2, 71);
   const Tensor cpu = make_input(v, {60, 70}, kFloat64), gpu = cpu.to(kGpu);
-  EXPECT_TRUE(matches_cpu(sum(gpu.t(), {1}), sum(cpu.t(), {1}), 1e-13, 0));
-  EXPECT_TRUE(
-      matches_cpu(mean(gpu.slice(1, 0, 70, 3), {0}), mean(cpu.slice(1, 0, 70, 3), {0}), 1e-13, 0));
+  // The engines add the 60 values in different orders (a warp's lanes then a shuffle tree;
+  // the CPU's row blocks): sums that nearly cancel (column 22's is 0.00165) differ in relative
+  // terms far more than 1e-13, so the bound is also absolute, ~100 roundings of values <= 2.
+  EXPECT_TRUE(matches_cpu(sum(gpu.t(), {1}), sum(cpu.t(), {1}), 1e-13, 1e-12));
+  EXPECT_TRUE(matches_cpu(
+      mean(gpu.slice(1, 0, 70, 3), {0}), mean(cpu.slice(1, 0, 70, 3), {0}), 1e-13, 1e-13));
   EXPECT_TRUE(equals_cpu(argmax(gpu.t(), 1), argmax(cpu.t(), 1)));
 }
 
