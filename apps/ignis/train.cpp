@@ -136,12 +136,11 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ra
         "--accumulate {} does not divide {}; --batch-size is the samples per optimizer step, "
         "split into {} equal micro-batches",
         o.accumulate,
-        ranks.distributed() ? fmt::format(
-                                  "the {} samples per process (--batch-size {} over {} "
-                                  "processes)",
-                                  per_rank,
-                                  o.batch_size,
-                                  ranks.size)
+        ranks.distributed() ? fmt::format("the {} samples per process (--batch-size {} over {} "
+                                          "processes)",
+                                          per_rank,
+                                          o.batch_size,
+                                          ranks.size)
                             : fmt::format("--batch-size {}", o.batch_size),
         o.accumulate));
 }
@@ -424,10 +423,10 @@ int run_train(TrainOptions o, TrainProgress* progress) {
   }
   if (!all_ranks_agree(ranks, run_error.empty()))
     throw UsageError(
-        ranks.leader()
-            ? run_error
-            : fmt::format(
-                  "rank {}: rank 0 refused --out {} (its message says why)", ranks.rank, o.out));
+        ranks.leader() ? run_error
+                       : fmt::format("rank {}: rank 0 refused --out {} (its message says why)",
+                                     ranks.rank,
+                                     o.out));
   const std::string ckpt = run_file(o.out, kCheckpointFile);
   fmt::print("run     {}\n", o.out);
   if (progress) progress->run_dir = o.out, progress->steps_per_epoch = steps_per_epoch;
@@ -516,8 +515,7 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     if (st.step > 0) {
       const EpochSums g = epoch_sums(st, ranks);
       global.loss_sum = ig::scalar_tensor(g.loss, {ig::kFloat32, device});
-      global.correct_sum =
-          ig::scalar_tensor(int64_t(std::llround(g.correct)), {ig::kInt64, device});
+      global.correct_sum = ig::scalar_tensor(int64_t(std::llround(g.correct)), {ig::kInt64, device});
       global.seen = g.seen;
     }
     if (ranks.leader()) save_checkpoint(ckpt, global, *model, *optimizer, config);

@@ -4,11 +4,12 @@
 // hands them contiguous float32 or float64 tensors viewed as [rows, cols] (16-bit inputs are
 // converted to float32 there), so statistics accumulate in double as on the CPU.
 //
-// Forward: one block per row (at most 2^20 blocks, each then taking every 2^20-th row); the mean,
-// then the sum of squared deviations (two passes over the row, as the CPU, avoiding E[x^2] -
-// E[x]^2), each a block reduction (warp shuffles, then one slot per warp); then every thread writes
-// its columns. Backward: one block per row for the input gradient (the two row means sg, sgx by
-// block reductions); the weight and bias gradients, sums over rows per affine index, by a second
+// Forward: one block per row (at most 2^20 blocks, each then taking every 2^20-th row); the
+// mean, then the sum of squared deviations (two passes over the row, as the CPU, avoiding
+// E[x^2] - E[x]^2), each a block reduction (warp shuffles, then one slot per warp); then every
+// thread writes its columns.
+// Backward: one block per row for the input gradient (the two row means sg, sgx by block
+// reductions); the weight and bias gradients, sums over rows per affine index, by a second
 // kernel: a thread per affine index over a chunk of rows, the chunks' partial sums added in
 // chunk order by a third (deterministic, no atomics).
 #include <cuda_runtime.h>
