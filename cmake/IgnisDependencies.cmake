@@ -117,9 +117,12 @@ if(NOT IGNIS_CUDA STREQUAL "OFF")
     endif()
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
       set(IGNIS_HAVE_CUDA ON)
-      # NCCL (GPU collectives of ignis::distributed) is installed with the toolkit.
-      find_library(IGNIS_NCCL_LIBRARY NAMES nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-      find_path(IGNIS_NCCL_INCLUDE_DIR NAMES nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+      # NCCL (GPU collectives of ignis::distributed): with the toolkit, or inside a Python
+      # wheel (nvidia-nccl, whose library is only libnccl.so.2) on GPU machines.
+      find_library(IGNIS_NCCL_LIBRARY NAMES nccl libnccl.so.2
+                   HINTS ${CUDAToolkit_LIBRARY_DIR} ${IGNIS_NCCL_ROOT}/lib)
+      find_path(IGNIS_NCCL_INCLUDE_DIR NAMES nccl.h
+                HINTS ${CUDAToolkit_INCLUDE_DIRS} ${IGNIS_NCCL_ROOT}/include)
       if(IGNIS_NCCL_LIBRARY AND IGNIS_NCCL_INCLUDE_DIR)
         set(IGNIS_HAVE_NCCL ON)
       endif()

@@ -92,7 +92,15 @@ if ! command -v mpicxx >/dev/null && [ -x "$prefix/usr/bin/mpicxx.openmpi" ]; th
   done
   export PATH="$prefix/usr/bin:$PATH"
   [ -n "$arch_dir" ] && export LD_LIBRARY_PATH="$arch_dir/openmpi/lib:$LD_LIBRARY_PATH"
+  # OPAL_PREFIX moves the libraries, not the settings file: Debian's (which turns UCX, OFI
+  # and openib off) is named where it now is.
+  conf="$prefix/etc/openmpi/openmpi-mca-params.conf"
+  [ -e "$conf" ] && export OMPI_MCA_mca_base_param_files="$conf"
   say "- Open MPI: carried ($(mpirun --version 2>/dev/null | head -1))"
+fi
+# mpirun refuses to start, even for local ranks only, when it finds neither ssh nor rsh.
+if command -v mpirun >/dev/null && ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then
+  export OMPI_MCA_plm_rsh_agent=false
 fi
 # Debian keeps some headers in the multiarch folder (libjpeg's jconfig.h), which the compiler
 # searches under /usr/include only.
@@ -107,6 +115,9 @@ if [ -n "$cudnn_root" ]; then
   export LD_LIBRARY_PATH="$cudnn_root/lib:$LD_LIBRARY_PATH"
   [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(first "$cudnn_root"/lib/libcudnn.so.*)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
 fi
+# NCCL: the wheel's nvidia/nccl/{include,lib} (CMake is told with IGNIS_NCCL_ROOT).
+nccl_root=$("$py" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+[ -n "$nccl_root" ] && export LD_LIBRARY_PATH="$nccl_root/lib:$LD_LIBRARY_PATH"
 
 # cuBLASLt from the nvidia-cublas wheel, only when the toolkit has none (otherwise the
 # toolkit's library, which the headers belong to, must be the one loaded).
@@ -147,19 +158,26 @@ say "- cuda arch: ${cap:-90}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIGNIS_CUDA=ON \
   -DIGNIS_CUDA_ARCHS="${cap:-90}" -DCMAKE_CUDA_ARCHITECTURES="${cap:-90}" \
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DIGNIS_CUDNN="$cudnn_mode" -DIGNIS_CUDNN_ROOT="$cudnn_root" -DIGNIS_CUBLAS_ROOT="$cublas_root" \
+  -DIGNIS_NCCL_ROOT="$nccl_root" \
   -DIGNIS_OPENBLAS_LIBRARY="$(first "$arch_dir"/openblas-openmp/libopenblas.so*)" \
   -DIGNIS_OPENBLAS_INCLUDE_DIR="$(first "$prefix"/usr/include/*/openblas-openmp)" \
   -DGTEST_ROOT="$prefix/usr" "${zlib_args[@]}" >"$work/configure.log" 2>&1
 rc=$?
 say "- configure: exit $rc (configure.log)"
 say "- $(grep -o 'CUDA backend : .*' "$work/configure.log" | head -1)"
+say "- $(grep -o 'MPI .*: .*' "$work/configure.log" | head -1)"
+say "- $(grep -o 'NCCL .*: .*' "$work/configure.log" | head -1)"
 [ $rc -eq 0 ] || { tail -30 "$work/configure.log"; exit 1; }
 
 start=$(date +%s)
 targets=(test_cuda test_core gpu_ops gpu_train gpu_loader ignis_cli)
 # The NCCL test exists when MPI and NCCL were found; built, or ctest reports it "Not Run".
-ninja -C "$build" -t targets all 2>/dev/null | grep -q '^test_mpi_nccl:' && targets+=(test_mpi_nccl)
-timeout -k 10 420 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" \
+# (grep without -q: -q exits at the first match, and under pipefail ninja's SIGPIPE would
+# fail the pipeline.)
+ninja -C "$build" -t targets all 2>/dev/null | grep '^test_mpi_nccl:' >/dev/null && targets+=(test_mpi_nccl)
+# The build takes what is left of the budget (at most 420 s), so that the steps' floors
+# after it still end within about ten minutes of the start.
+timeout -k 10 "$(capmin 420 60)" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" \
   >"$work/build.log" 2>&1
 rc=$?
 say "- build: exit $rc in $(( $(date +%s) - start )) s (build.log)"

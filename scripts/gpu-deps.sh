@@ -17,9 +17,10 @@ apt-get download libfmt-dev libfmt9 libgtest-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo \
   dataset-fashion-mnist 2>&1 | tail -n 3
 # Open MPI (about 7 MB), so that the NCCL tests, which start through MPI, are built there;
-# gpu-check.sh relocates it into its prefix with OPAL_PREFIX.
+# gpu-check.sh relocates it into its prefix with OPAL_PREFIX. libhwloc loads libudev, and
+# the UCX and PSM2 plugins libnuma: a minimal image may have neither.
 apt-get download openmpi-bin openmpi-common libopenmpi-dev libopenmpi3 libhwloc15 \
   libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7 libpmix2 libfabric1 libucx0 \
   libpsm-infinipath1 libpsm2-2 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 \
-  libmunge2 2>&1 | tail -n 3
+  libmunge2 libudev1 libnuma1 2>&1 | tail -n 3
 ls -1 ./*.deb
