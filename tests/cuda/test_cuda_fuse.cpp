@@ -77,13 +77,16 @@ TEST(CudaFuse, ProgramsTooLargeForTheKernelRunOpByOp) {
     return t;
   }, "long_chain");
   const Tensor x = random_tensor({1000}, -2, 2, 8).to(kFloat32);
-  EXPECT_TRUE(matches_cpu(long_chain(x.to(kGpu)), long_chain(x), 1e-5, 1e-6));
+  // A hundred roundings carried along (the map contracts by only ~0.98 a step near its fixed
+  // point, and the gradient multiplies a hundred factors): a device whose tanh rounds a few
+  // ulps another way drifts ~1e-5 relative. A missing or wrong step differs by far more.
+  EXPECT_TRUE(matches_cpu(long_chain(x.to(kGpu)), long_chain(x), 1e-4, 1e-6));
   // Op by op, the ops record the gradients.
   Tensor xc = x.clone().requires_grad_(), xg = x.to(kGpu).detach().requires_grad_();
   long_chain(xc).sum().backward();
   long_chain(xg).sum().backward();
   ASSERT_TRUE(xg.grad().defined());
-  EXPECT_TRUE(matches_cpu(xg.grad(), xc.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(matches_cpu(xg.grad(), xc.grad(), 1e-4, 1e-6));
 }
 
 }  // namespace
