@@ -5,7 +5,7 @@
 //
 // The search: batches 1, 2, 4, ... (each capped at max_batch) until one runs out of memory or
 // max_batch fits; then bisection between the largest that fitted and the smallest that did not,
-// to the exact boundary. `release` runs after every trial, so a trial starts from an empty
+// until they are within 1/64 of the largest (exactly, for batches under 128). `release` runs after every trial, so a trial starts from an empty
 // cache and a failed one leaves nothing behind. Only OutOfMemoryError counts as "does not
 // fit"; any other error of the trial propagates. The choice keeps a margin below the boundary
 // (keep = 0.9: 90% of the largest batch that fitted, at least 1), since a real run also holds
