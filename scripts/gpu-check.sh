@@ -266,8 +266,9 @@ if want airbench; then
   # while the machine stays warm; docs/gpu-verification.md has the calls.
   cifar=${IGNIS_CIFAR_DIR:-/tmp/ignis-cifar}
   t=$(($(left) < 300 ? $(left) : 300))
-  if [ ! -e "$cifar/test_batch.bin" ] || [ ! -e "$cifar/data_batch_5.bin" ]; then
-    say "- airbench94: skipped (no CIFAR-10 files in $cifar; carry them first)"
+  if [ ! -e "$cifar/test_batch.bin" ] || [ ! -e "$cifar/data_batch_5.bin" ] ||
+    [ ! -e "$cifar/batches.meta.txt" ]; then
+    say "- airbench94: skipped (no CIFAR-10 files, batches.meta.txt among them, in $cifar; carry them first)"
   elif ! "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     say "- airbench94: skipped (no torch with CUDA for the PyTorch twin)"
   elif [ "$t" -lt 60 ]; then

@@ -9,13 +9,14 @@ set -eu
 src=${1:?usage: scripts/gpu-cifar-parts.sh CIFAR_DIR}
 src=$(cd "$src" && pwd) || { echo "gpu-cifar-parts.sh: no directory $1" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
-  [ -e "$src/$f.bin" ] || { echo "gpu-cifar-parts.sh: $src/$f.bin is missing" >&2; exit 1; }
+for f in data_batch_1.bin data_batch_2.bin data_batch_3.bin data_batch_4.bin data_batch_5.bin \
+  test_batch.bin batches.meta.txt; do
+  [ -e "$src/$f" ] || { echo "gpu-cifar-parts.sh: $src/$f is missing" >&2; exit 1; }
 done
 rm -rf .gpu-data
 mkdir -p .gpu-data/cifar-1 .gpu-data/cifar-2 .gpu-data/cifar-3
 cp "$src/data_batch_1.bin" "$src/data_batch_2.bin" .gpu-data/cifar-1/
 cp "$src/data_batch_3.bin" "$src/data_batch_4.bin" .gpu-data/cifar-2/
 cp "$src/data_batch_5.bin" "$src/test_batch.bin" .gpu-data/cifar-3/
-[ -e "$src/batches.meta.txt" ] && cp "$src/batches.meta.txt" .gpu-data/cifar-3/
+cp "$src/batches.meta.txt" .gpu-data/cifar-3/  # the class names: the reader requires it
 du -sh .gpu-data/*
