@@ -202,7 +202,7 @@ if want tests; then
   # `ignis devices` on the GPU: the versions (driver, runtime, cuBLAS, cuDNN) for the records.
   timeout -k 5 30 "$build/apps/ignis/ignis" devices >"$work/devices.log" 2>&1
   say "- ignis devices: exit $? (devices.log)"
-  grep -A3 '^gpu' "$work/devices.log" | head -4 | sed 's/^/  /' | tee -a "$summary"
+  grep -E '^(gpu|cuda)' "$work/devices.log" | head -4 | sed 's/^/  /' | tee -a "$summary"
 
   # The trainer end to end on the GPU: ResNet-18 on synthetic images with the batch size found
   # by trial steps (--batch-size auto), bf16 autocast and the GPU-resident loader, one epoch,

@@ -505,6 +505,17 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     read_finiteness(u.r, trained, o);
     if (!u.r.finite) throw nonfinite_error(u.r, u.epoch, u.step);
   };
+  // After a step that failed: a pending non-finite verdict of the step before is the error to
+  // report (a NaN loss often makes the next step fail); a failure to read it leaves the step's
+  // own error to propagate.
+  auto settle_before_rethrow = [&] {
+    try {
+      settle_checks();
+    } catch (const UsageError&) {
+      throw;
+    } catch (...) {
+    }
+  };
   auto checkpoint = [&] {
     settle_checks();
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
@@ -560,10 +571,16 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       StepResult r;
       // The captured step's loss alone is checked (as the eager step's flag); a non-finite
       // gradient shows in the next step's loss.
-      const bool graph_step = graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct);
-      if (!graph_step) {
-        optimizer->zero_grad();
-        r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
+      bool graph_step = false;
+      try {
+        graph_step = graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct);
+        if (!graph_step) {
+          optimizer->zero_grad();
+          r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
+        }
+      } catch (...) {
+        settle_before_rethrow();
+        throw;
       }
       ++step;
       if (!late_checks) read_finiteness(r, trained, o);
@@ -600,8 +617,9 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       window_samples += batch.size() * ranks.size;
       if (step % log_every == 0 || step == steps_per_epoch || tty) {
         const double dt = seconds_since(window_start);
-        const EpochSums sums =
-            !tty || dt > 0.5 || step == steps_per_epoch ? epoch_sums(st, ranks) : EpochSums{};
+        const bool read_sums = !tty || dt > 0.5 || step == steps_per_epoch;
+        if (read_sums) settle_checks();  // the sums hold the unchecked step's loss
+        const EpochSums sums = read_sums ? epoch_sums(st, ranks) : EpochSums{};
         if (sums.seen > 0) {
           const double rate = double(window_samples) / std::max(dt, 1e-9);
           std::string line = fmt::format(

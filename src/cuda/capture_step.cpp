@@ -33,8 +33,9 @@ struct CapturedStep::Impl {
 };
 
 namespace {
-/// This thread's side stream of `device`, created on first use.
-const Stream& side_stream(int device) {
+/// This thread's side stream of `device`, created on first use. By value: a step may start
+/// another device's stream, which grows the vector.
+Stream side_stream(int device) {
   thread_local std::vector<std::optional<Stream>> streams;
   if (streams.size() <= size_t(device)) streams.resize(size_t(device) + 1);
   auto& s = streams[size_t(device)];
@@ -103,7 +104,7 @@ Tensor CapturedStep::operator()(const Tensor& x, const Tensor& y) {
     s.graph.replay();
     return s.out;
   }
-  const Stream& side = side_stream(x.device().index);
+  const Stream side = side_stream(x.device().index);
   if (s.eager_steps < s.options.warmup_steps) {
     ++s.eager_steps;
     return on_side_stream(side, [&] { return s.fn(x, y); });

@@ -382,7 +382,9 @@ void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& can
         kept.insert(kept.end(), candidates.begin() + std::ptrdiff_t(i), candidates.end());
         AlgoCache& c = algo_cache();
         std::lock_guard<std::mutex> lock(c.mu);
-        if (auto it = c.lists.find(key); it != c.lists.end())
+        // Only the list these candidates came from (not an uncached one made in a capture
+        // while another thread cached a timed list for the key).
+        if (auto it = c.lists.find(key); it != c.lists.end() && it->second.get() == &candidates)
           it->second = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
       }
       return;

@@ -20,6 +20,10 @@ first=$(python3 "$tool" keys healthy/model.safetensors | sed -n 1p)
 expect_error 'non-finite (loss|gradient) at epoch 1 step [0-9]+; lower --lr, or pass --on-nonfinite skip' \
   "$bin" train "${flags[@]}" --lr 1e20 --out stop
 stop_at=$(grep -Eo 'non-finite (loss|gradient) at epoch [0-9]+ step [0-9]+' expect_err.txt)
+# No progress line shows the bad step's loss: the check settles before the sums are read.
+if grep -Eiq 'loss -?(nan|inf)' expect_out.txt; then
+  echo "FAIL: a progress line printed a non-finite loss before the stop"; exit 1
+fi
 expect_error "non-finite (loss|gradient) at epoch 1 step [0-9]+ \\(first non-finite gradient: $first\\)" \
   "$bin" train "${flags[@]}" --lr 1e20 --detect-anomaly --out anomaly
 anomaly_at=$(grep -Eo 'non-finite (loss|gradient) at epoch [0-9]+ step [0-9]+' expect_err.txt)
