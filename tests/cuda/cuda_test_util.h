@@ -19,18 +19,22 @@ namespace ignis::testing {
 /// CPU, so the CPU is compared with itself. It proves nothing about CUDA; it finds mistakes of
 /// the tests' own (a reference of another dtype, a shape or an expected message that is
 /// wrong) before a GPU's time is spent on them. Tests that call the CUDA API itself fail.
+inline bool dry_run_requested() {
+  const char* v = std::getenv("IGNIS_CUDA_TESTS_ON_CPU");
+  return v && std::string(v) == "1";
+}
 inline bool dry_run_on_cpu() {
-  static const bool on = [] {
-    const char* v = std::getenv("IGNIS_CUDA_TESTS_ON_CPU");
-    return v && std::string(v) == "1" && !::ignis::cuda::is_available();
-  }();
+  static const bool on = dry_run_requested() && !::ignis::cuda::is_available();
   return on;
 }
 }  // namespace ignis::testing
 
-/// Skips the test (gtest's SKIPPED) when no CUDA device is usable (unless in a dry run).
+/// Skips the test (gtest's SKIPPED) when no CUDA device is usable (unless in a dry run), and
+/// a dry run where a GPU is present (the `cuda` label runs the tests for real there).
 #define IGNIS_REQUIRE_CUDA()                                                                       \
   do {                                                                                             \
+    if (::ignis::testing::dry_run_requested() && ::ignis::cuda::is_available())                   \
+      GTEST_SKIP() << "dry run on the CPU requested, but a GPU is here";                          \
     if (!::ignis::cuda::is_available() && !::ignis::testing::dry_run_on_cpu())                     \
       GTEST_SKIP() << (::ignis::cuda::is_built() ? "no CUDA device" : "Ignis built without CUDA"); \
   } while (0)
