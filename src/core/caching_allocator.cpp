@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/graph_capture.h"
 #include "ignis/out_of_memory.h"
 
 namespace ignis::detail {
@@ -49,6 +50,11 @@ CachingAllocator::~CachingAllocator() {
     for (Pool* pool : {&pp.small, &pp.large})
       for (Block* b : *pool) delete b;
   for (auto& [ptr, b] : live_) delete b;
+  for (Block* b : deferred_) delete b;
+}
+
+bool CachingAllocator::capture_underway() const {
+  return !routing_.empty() || ignis::detail::capture_underway();
 }
 
 CachingAllocator::Pool& CachingAllocator::pool_of(PrivatePool* owner, bool small) {
@@ -58,7 +64,10 @@ CachingAllocator::Pool& CachingAllocator::pool_of(PrivatePool* owner, bool small
 
 void* CachingAllocator::allocate(size_t nbytes, RawMemory::Stream stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!capture_underway()) process_events(false);  // no event queries during a capture
+  if (!capture_underway()) {  // no event records or queries during a capture
+    record_deferred();
+    process_events(false);
+  }
   const size_t rounded = round_size(nbytes);
   const bool small = rounded <= kSmallLimit;
   const auto route = routing_.find(stream);
@@ -151,12 +160,34 @@ void CachingAllocator::free(void* ptr) {
     return_to_pool(b);
     return;
   }
+  if (capture_underway()) {
+    // Held back (and kept from merging: pending_events) until the capture ends; the events
+    // then come after the streams' eager work, which is all the block was used by (a capture
+    // allocates from its own pool, and copies from the host refuse to be captured).
+    b->pending_events = 1;
+    deferred_.push_back(b);
+    return;
+  }
+  record_uses(b);
+}
+
+void CachingAllocator::record_uses(Block* b) {
   // Used on other streams: reusable once their work queued so far has run.
+  b->pending_events = 0;
   for (RawMemory::Stream s : b->uses) {
     pending_.push_back({raw_.record_event(s), b});
     ++b->pending_events;
   }
   b->uses.clear();
+}
+
+void CachingAllocator::record_deferred() {
+  // One at a time off the list: a record that throws leaves the rest for a later call.
+  while (!deferred_.empty()) {
+    Block* b = deferred_.back();
+    deferred_.pop_back();
+    record_uses(b);
+  }
 }
 
 void CachingAllocator::record_stream(void* ptr, RawMemory::Stream stream) {
@@ -274,6 +305,7 @@ void CachingAllocator::release_free_segments() {
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   if (capture_underway()) return;  // waiting and cudaFree are not allowed during a capture
+  record_deferred();
   process_events(true);
   release_free_segments();
 }
@@ -295,6 +327,7 @@ void CachingAllocator::end_private_pool(PoolId id) {
   if (it == private_.end() || !it->second.routing) return;
   it->second.routing = false;
   routing_.erase(it->second.stream);
+  if (!capture_underway()) record_deferred();
 }
 
 void CachingAllocator::release_private_pool(PoolId id) {

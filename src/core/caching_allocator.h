@@ -34,7 +34,10 @@
 // (release_private_pool), the pool's wholly free segments are released at once and the others
 // as their last live block (a tensor the user still holds) is freed. While any capture is
 // under way the allocator neither queries nor waits for events and releases nothing (CUDA
-// forbids those calls during capture); an out-of-memory then throws without retrying.
+// forbids those calls during capture); an out-of-memory then throws without retrying. Nor
+// does it record events: a block freed then that other streams used waits, unusable, until
+// the capture ends (an event recorded on the capturing stream would become a node of the
+// graph, and every later query of it an error).
 #pragma once
 
 #include <cstddef>
@@ -152,7 +155,12 @@ class CachingAllocator {
                      PrivatePool* owner);
   void release_segment(Block* b);
   void release_if_orphaned(Block* b);
-  bool capture_underway() const { return !routing_.empty(); }
+  /// A capture is under way: a graph pool routes some stream, or this thread is capturing.
+  bool capture_underway() const;
+  /// Records the events of a freed block's other streams; reusable once they are done.
+  void record_uses(Block* b);
+  /// Records the events of the blocks freed during a capture (none may be under way).
+  void record_deferred();
   void split(Block* b, size_t rounded);
   void return_to_pool(Block* b);
   void process_events(bool wait);
@@ -173,6 +181,7 @@ class CachingAllocator {
     Block* block;
   };
   std::vector<Pending> pending_;  // events guarding freed blocks used on other streams
+  std::vector<Block*> deferred_;  // freed during a capture, their events not yet recorded
   CachingAllocatorStats stats_;
 };
 

@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "core/graph_capture.h"
 #include "core/fake_raw_memory.h"
 #include "ignis/error.h"
 #include "ignis/out_of_memory.h"
 
 namespace {
 using ignis::detail::CachingAllocator;
+using ignis::detail::RawMemory;
 using ignis::test::FakeDevice;
 
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
@@ -85,6 +87,49 @@ TEST(CachingAllocatorGraphPool, LiveBlocksKeepTheirSegmentUntilFreed) {
   // A freed pool cannot route again; its id is unknown now and ignored.
   a.release_private_pool(pool);
   a.end_private_pool(pool);
+}
+
+// A block used on the stream being captured and freed during the capture: an event recorded
+// then would be a node of the graph (CUDA then refuses every query of it). The free waits,
+// unusable and unmerged, until the capture ends.
+TEST(CachingAllocatorGraphPool, FreesDuringACaptureRecordTheirEventsAfterIt) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* used = a.allocate(64 * KiB, 1);  // eager, offset 0 of a 2 MiB segment
+  a.record_stream(used, 7);              // also read on stream 7, captured next
+  void* neighbour = a.allocate(64 * KiB, 1);  // offset 64 KiB
+  const size_t events = dev.events.size();
+  const auto pool = a.begin_private_pool(7);
+  a.free(used);
+  EXPECT_EQ(dev.events.size(), events) << "an event recorded during the capture";
+  a.free(neighbour);  // free, but may not merge with the held block before it
+  void* during = a.allocate(64 * KiB, 1);  // stream 1 is not captured: the shared pool
+  EXPECT_NE(during, used) << "a block freed during the capture was reused before its event";
+  EXPECT_EQ(during, neighbour);
+  a.end_private_pool(pool);  // the events of the held blocks are recorded now
+  ASSERT_EQ(dev.events.size(), events + 1);
+  const auto recorded = *dev.events.rbegin();
+  EXPECT_EQ(recorded.second.stream, RawMemory::Stream(7));
+  void* before_done = a.allocate(64 * KiB, 1);
+  EXPECT_NE(before_done, used);
+  dev.complete_all();
+  void* after_done = a.allocate(64 * KiB, 1);  // retires the event: the block is free again
+  EXPECT_EQ(dev.events.count(recorded.first), 0u);
+  EXPECT_EQ(after_done, used);
+  for (void* p : {during, before_done, after_done}) a.free(p);
+
+  // The pinned host cache has no graph pools: this thread's capture alone holds frees back.
+  CachingAllocator pinned(dev, "fake pinned");
+  void* host = pinned.allocate(4 * KiB, 0);
+  pinned.record_stream(host, 7);
+  std::vector<ignis::detail::ReplayHook> hooks;
+  ignis::detail::set_capture_sink(&hooks);
+  const size_t before = dev.events.size();
+  pinned.free(host);
+  EXPECT_EQ(dev.events.size(), before);
+  ignis::detail::set_capture_sink(nullptr);
+  pinned.free(pinned.allocate(4 * KiB, 0));  // the first call after the capture records it
+  EXPECT_EQ(dev.events.size(), before + 1);
 }
 
 TEST(CachingAllocatorGraphPool, NoEventQueriesWaitsOrReleasesDuringACapture) {
