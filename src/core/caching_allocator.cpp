@@ -42,8 +42,13 @@ size_t CachingAllocator::segment_size(size_t rounded) {
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Pending& p : pending_) raw_.destroy_event(p.event);
+  std::set<Block*> guarded;  // freed blocks still behind events: in no pool, deleted here
+  for (const Pending& p : pending_) {
+    raw_.destroy_event(p.event);
+    guarded.insert(p.block);
+  }
   pending_.clear();
+  for (Block* b : guarded) delete b;
   for (Pool* pool : {&small_, &large_})
     for (Block* b : *pool) delete b;  // the memory itself may already be gone with the device
   for (auto& [id, pp] : private_)
