@@ -109,14 +109,16 @@ arch_inc=$(first "$prefix"/usr/include/*-linux-gnu)
 
 # cuDNN, cuBLAS and NCCL from PyTorch's wheels when the toolkit lacks them.
 py=$(command -v python3)
-# nvidia.* are namespace packages (no __init__.py, so no __file__): take __path__.
-cudnn_root=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+# The folder of a wheel's module (nothing when absent). nvidia.* are namespace packages (no
+# __init__.py, so no __file__): take __path__.
+wheel_root() { "$py" -c "import $1 as m; print(list(m.__path__)[0])" 2>/dev/null || true; }
+cudnn_root=$(wheel_root nvidia.cudnn)
 if [ -n "$cudnn_root" ]; then
   export LD_LIBRARY_PATH="$cudnn_root/lib:$LD_LIBRARY_PATH"
   [ -e "$cudnn_root/lib/libcudnn.so" ] || ln -sf "$(first "$cudnn_root"/lib/libcudnn.so.*)" "$cudnn_root/lib/libcudnn.so" 2>/dev/null || true
 fi
 # NCCL: the wheel's nvidia/nccl/{include,lib} (CMake is told with IGNIS_NCCL_ROOT).
-nccl_root=$("$py" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+nccl_root=$(wheel_root nvidia.nccl)
 [ -n "$nccl_root" ] && export LD_LIBRARY_PATH="$nccl_root/lib:$LD_LIBRARY_PATH"
 
 # cuBLASLt from the nvidia-cublas wheel, only when the toolkit has none (otherwise the
@@ -126,7 +128,7 @@ cublas_root=
 if ! ls "$cuda_home"/lib64/libcublasLt.so* "$cuda_home"/targets/*/lib/libcublasLt.so* >/dev/null 2>&1; then
   # CUDA 12 wheels: nvidia/cublas/{lib,include}; CUDA 13 wheels: nvidia/cu13/{lib,include}.
   for mod in nvidia.cublas nvidia.cu13; do
-    root=$("$py" -c "import $mod as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+    root=$(wheel_root "$mod")
     if [ -n "$root" ] && ls "$root"/lib/libcublasLt.so* >/dev/null 2>&1; then
       cublas_root=$root
       break

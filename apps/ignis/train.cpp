@@ -205,9 +205,12 @@ StepResult forward_backward(
 // device; a second only when something is not finite) and, with --detect-anomaly, names the
 // first parameter (in registration order) whose gradient is not finite.
 void read_finiteness(StepResult& r, ig::nn::Module& model, const TrainOptions& o) {
-  r.finite = r.finite_flag.defined() ? r.finite_flag.item<double>() != 0
-                                     : std::isfinite(r.loss_sum.item<double>());
-  r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
+  if (r.finite_flag.defined()) {
+    r.finite = r.finite_flag.item<double>() != 0;
+    r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
+  } else {
+    r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
+  }
   if (r.finite || !o.detect_anomaly) return;
   ig::NoGradGuard no_grad;
   for (const auto& [name, p] : model.named_parameters()) {
@@ -505,17 +508,6 @@ int run_train(TrainOptions o, TrainProgress* progress) {
     read_finiteness(u.r, trained, o);
     if (!u.r.finite) throw nonfinite_error(u.r, u.epoch, u.step);
   };
-  // After a step that failed: a pending non-finite verdict of the step before is the error to
-  // report (a NaN loss often makes the next step fail); a failure to read it leaves the step's
-  // own error to propagate.
-  auto settle_before_rethrow = [&] {
-    try {
-      settle_checks();
-    } catch (const UsageError&) {
-      throw;
-    } catch (...) {
-    }
-  };
   auto checkpoint = [&] {
     settle_checks();
     if (!schedule.empty()) st.schedule_step = schedule.back()->last_epoch();
@@ -579,7 +571,14 @@ int run_train(TrainOptions o, TrainProgress* progress) {
           r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);
         }
       } catch (...) {
-        settle_before_rethrow();
+        // A pending non-finite verdict of the step before is the error to report (a NaN loss
+        // often makes the next step fail); a failure to read it leaves this step's error.
+        try {
+          settle_checks();
+        } catch (const UsageError&) {
+          throw;
+        } catch (...) {
+        }
         throw;
       }
       ++step;

@@ -272,9 +272,7 @@ void store_filter_grad(const Tensor& gw, const Tensor& memory, const Descs& d) {
 enum class Pass : int { Forward, Data, Filter };
 
 /// Benchmark mode times every algorithm (cudnnFind*), which a CUDA graph capture cannot
-/// contain: a shape first met inside a capture takes cuDNN's heuristics instead (for that
-/// call only: the list is not cached, so the next eager call still times them). A shape the
-/// warm-up timed is found in the cache, so the capture runs the warm-up's algorithm.
+/// contain: a shape first met inside a capture takes cuDNN's heuristics instead.
 bool benchmark_now() { return cudnn_benchmark() && !ignis::detail::capture_underway(); }
 
 /// The largest power of two up to 256 that divides every operand's address: cuDNN may refuse
@@ -289,6 +287,7 @@ int64_t alignment_of(std::initializer_list<const Tensor*> ts) {
 /// What decides an algorithm: the pass, the device, dtype, math mode, the benchmark and
 /// deterministic settings, sizes and strides, and the operands' alignment.
 using AlgoKey = std::vector<int64_t>;
+constexpr size_t kBenchmarkSlot = 4;  // key_of's benchmark setting
 AlgoKey key_of(
     Pass pass,
     int device,
@@ -327,16 +326,14 @@ AlgoCache& algo_cache() {
   return cache;
 }
 
-/// The list cached for key, else find()'s (cached unless `keep` is false).
 template <class Find>
-AlgoList cached_algos(const AlgoKey& key, const Find& find, bool keep) {
+AlgoList cached_algos(const AlgoKey& key, const Find& find) {
   AlgoCache& c = algo_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     if (auto it = c.lists.find(key); it != c.lists.end()) return it->second;
   }
   AlgoList found = std::make_shared<const std::vector<AlgoChoice>>(find());
-  if (!keep) return found;
   std::lock_guard<std::mutex> lock(c.mu);
   return c.lists.emplace(key, std::move(found)).first->second;
 }
@@ -355,6 +352,18 @@ std::vector<AlgoChoice> supported(const Perf* perf, int count, const char* op) {
               deterministic ? "deterministic " : "",
               deterministic ? " (cuda::set_cudnn_deterministic(false) allows the others)" : "");
   return out;
+}
+
+/// The key to look up: in a capture in benchmark mode, a shape its warm-up timed keeps that
+/// list (so the capture runs the warm-up's algorithm); one first met there gets the
+/// heuristics' list, under the key of the same call without benchmark mode, so the next eager
+/// call still times its own.
+AlgoKey usable_key(AlgoKey key) {
+  if (!cudnn_benchmark() || !ignis::detail::capture_underway()) return key;
+  AlgoCache& c = algo_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.lists.contains(key)) key[kBenchmarkSlot] = 0;
+  return key;
 }
 
 /// Runs attempt(choice) (set the math type, size the workspace, call cuDNN: the status) for
@@ -378,14 +387,11 @@ void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& can
       continue;
     }
     if (status == CUDNN_STATUS_SUCCESS) {
-      if (kept.size() < i) {  // some were refused: drop them from the cached list (if cached)
+      if (kept.size() < i) {  // some were refused: drop them from the cached list
         kept.insert(kept.end(), candidates.begin() + std::ptrdiff_t(i), candidates.end());
         AlgoCache& c = algo_cache();
         std::lock_guard<std::mutex> lock(c.mu);
-        // Only the list these candidates came from (not an uncached one made in a capture
-        // while another thread cached a timed list for the key).
-        if (auto it = c.lists.find(key); it != c.lists.end() && it->second.get() == &candidates)
-          it->second = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
+        c.lists[key] = std::make_shared<const std::vector<AlgoChoice>>(std::move(kept));
       }
       return;
     }
@@ -501,8 +507,9 @@ struct FilterGradientCalls {
 /// found once for key (cuDNN's heuristics, or timed in benchmark mode) and the first of them
 /// that runs (run_first_that_works).
 template <class Calls>
-void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device device,
+void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& requested, DType dtype, Device device,
               const void* a, const void* b, void* out, const char* op) {
+  const AlgoKey key = usable_key(requested);
   const AlgoList choices = cached_algos(key, [&] {
     typename Calls::Perf perf[kMaxAlgos];
     int n = 0;
@@ -517,7 +524,7 @@ void convolve(cudnnHandle_t h, Descs& d, const AlgoKey& key, DType dtype, Device
     }
     IGNIS_CUDNN_CHECK(Calls::find(h, d, a, b, out, &n, perf, data_or_null(ws), wsb), op);
     return supported(perf, n, op);  // sorted by time
-  }, /*keep=*/!(cudnn_benchmark() && ignis::detail::capture_underway()));
+  });
   run_first_that_works(key, *choices, [&](const AlgoChoice& c) {
     d.conv.use(c.math, dtype, op);
     size_t bytes = 0;

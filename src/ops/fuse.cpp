@@ -124,7 +124,7 @@ void record_fused(const std::shared_ptr<const FusedProgram>& program,
   std::vector<SaveSpec> saved;
   std::vector<std::pair<DType, Device>> placeholders;  // of the inputs not saved
   for (size_t i = 0; i < n; ++i) {
-    const bool read = grad && grad->reads(int32_t(i));
+    const bool read = grad && grad->reads_input[i];
     saved.push_back(read ? save(inputs[i]) : SaveSpec{nullptr, false});
     placeholders.emplace_back(inputs[i].dtype(), inputs[i].device());
   }

@@ -193,6 +193,12 @@ std::shared_ptr<const FusedProgram> fused_gradient_program(const FusedProgram& f
   if (!outputs.empty()) {
     auto built = std::const_pointer_cast<FusedProgram>(end_fused_trace(gb.t, outputs));
     built->gradient_of = std::move(gradient_of);
+    built->reads_input.assign(size_t(n), false);  // input i is instruction i
+    const auto note = [&](int32_t k) {
+      if (k >= 0 && k < n) built->reads_input[size_t(k)] = true;
+    };
+    for (const FusedInstr& in : built->code) note(in.a), note(in.b), note(in.c);
+    for (int32_t o : built->outputs) note(o);
     prog = built;
   }
   std::lock_guard<std::mutex> lock(fwd.grad_mutex);

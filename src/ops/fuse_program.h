@@ -45,14 +45,14 @@ struct FusedProgram {
 
   /// A gradient program's outputs: the forward input each is the gradient of.
   std::vector<int32_t> gradient_of;
+  /// A gradient program's use of each forward input: whether some instruction or output
+  /// reads it (the forward call saves only those).
+  std::vector<bool> reads_input;
 
   /// Gradient programs already derived, by the set of inputs that want a gradient (null: no
   /// wanted input reaches an output).
   mutable std::mutex grad_mutex;
   mutable std::map<std::vector<bool>, std::shared_ptr<const FusedProgram>> grad_programs;
-
-  /// True when some instruction or output reads input i.
-  bool reads(int32_t i) const;
 };
 
 struct FusedTrace {

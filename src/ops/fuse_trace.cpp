@@ -130,12 +130,6 @@ int32_t FusedTrace::where(int32_t cond, int32_t a, int32_t b) {
   return push(i);
 }
 
-bool FusedProgram::reads(int32_t i) const {
-  for (const FusedInstr& in : code)
-    if (in.a == i || in.b == i || in.c == i) return true;
-  return std::find(outputs.begin(), outputs.end(), i) != outputs.end();
-}
-
 namespace {
 /// Drops instructions no output needs (inputs stay), then assigns the CPU kernel's buffers.
 void finalize_fused_program(FusedProgram& prog) {

@@ -58,12 +58,22 @@ inline ::testing::AssertionResult matches_cpu(
   return all_close(values_of(gpu.cpu()), values_of(cpu), rtol, atol);
 }
 
+/// A CUDA switch (set_allow_tf32, set_cudnn_benchmark, ...) on for a scope and off after it,
+/// also when the scope throws: later tests of the process assume the defaults.
+class ScopedSwitch {
+ public:
+  explicit ScopedSwitch(void (*set)(bool)) : set_(set) { set_(true); }
+  ~ScopedSwitch() { set_(false); }
+  ScopedSwitch(const ScopedSwitch&) = delete;
+  ScopedSwitch& operator=(const ScopedSwitch&) = delete;
+
+ private:
+  void (*set_)(bool);
+};
+
 /// cuDNN restricted to deterministic algorithms for a scope (comparisons of two GPU runs).
-struct DeterministicConvolutions {
-  DeterministicConvolutions() { cuda::set_cudnn_deterministic(true); }
-  ~DeterministicConvolutions() { cuda::set_cudnn_deterministic(false); }
-  DeterministicConvolutions(const DeterministicConvolutions&) = delete;
-  DeterministicConvolutions& operator=(const DeterministicConvolutions&) = delete;
+struct DeterministicConvolutions : ScopedSwitch {
+  DeterministicConvolutions() : ScopedSwitch(cuda::set_cudnn_deterministic) {}
 };
 
 /// Bitwise equality of a GPU result with the CPU's (same dtype and shape).

@@ -98,12 +98,7 @@ TEST(CudaLinalg, Tf32IsOffByDefaultAndSwitchable) {
   const double full = (matmul(ga, gb).cpu().to(kFloat64) - ref).abs().max().item<double>();
   double tf32 = 0;
   {
-    // Switched back also when the product throws: the later tests of this process assume
-    // full float32 products.
-    struct Restore {
-      ~Restore() { cuda::set_allow_tf32(false); }
-    } restore;
-    cuda::set_allow_tf32(true);
+    const testing::ScopedSwitch tf32_on(cuda::set_allow_tf32);
     tf32 = (matmul(ga, gb).cpu().to(kFloat64) - ref).abs().max().item<double>();
   }
   EXPECT_LT(full, 1e-4);  // float32 arithmetic: ~sqrt(512) * 2^-24 * |terms|

@@ -227,8 +227,10 @@ TEST(Fuse, ErrorsNameTheFunction) {
   const auto t1 = detail::begin_fused_trace(1, "one"), t2 = detail::begin_fused_trace(1, "two");
   EXPECT_THROW(detail::fused_input(*t1, 0) + detail::fused_input(*t2, 0), ValueError);
   EXPECT_THROW(detail::end_fused_trace(*t1, {detail::fused_input(*t2, 0)}), ValueError);
-  // Nothing was cached from a failed trace: it fails again.
+  // Nothing was cached from a failed trace: it fails again; and the failed traces left no
+  // per-thread state behind, so a good function still traces and runs.
   EXPECT_THROW(bad(ones({2})), ValueError);
+  EXPECT_TRUE(equal(f(ones({2}), ones({2})), full({2}, 2.0)));
 }
 
 TEST(Fuse, ManyInputsSecondDerivativesUnusedInputsAndSavedTensors) {
