@@ -148,8 +148,8 @@ void resolve_defaults(TrainOptions& o, const ig::Device& device, const Ranks& ra
 // One optimizer step's forward and backward passes, over --accumulate micro-batches.
 struct StepResult {
   ig::Tensor loss_sum, correct;  ///< summed over the batch's samples, detached
-  /// On the step's device: 1 when the loss and every gradient are finite (undefined: only the
-  /// loss was checked, as in a captured step). Read by read_finiteness.
+  /// On the step's device: true when the loss and every gradient are finite (the gradients
+  /// under an fp16 scaler are its own to check). Read by read_finiteness.
   ig::Tensor finite_flag;
   bool finite = true;  ///< the loss and every gradient are finite
   bool loss_finite = true;
@@ -191,13 +191,13 @@ StepResult forward_backward(
     r.correct = r.correct.defined() ? r.correct + c : c;
   }
   ig::NoGradGuard no_grad;
-  // One flag per gradient, combined on the device: a single read per step, not one per
-  // parameter (each read waits for a GPU).
-  ig::Tensor grads_ok = ig::isfinite(r.loss_sum);
+  // The loss and every gradient in one multi-tensor pass that leaves one flag on the device:
+  // a single read per step, not one per parameter (each read waits for a GPU).
+  std::vector<ig::Tensor> checked{r.loss_sum};
   if (!amp.scaler_checks_gradients())  // fp16: overflowing gradients are the scaler's
     for (const auto& p : model.parameters())
-      if (p.grad().defined()) grads_ok = ig::logical_and(grads_ok, ig::all(ig::isfinite(p.grad())));
-  r.finite_flag = grads_ok;
+      if (p.grad().defined()) checked.push_back(p.grad());
+  r.finite_flag = ig::all_finite(checked);
   return r;
 }
 
@@ -205,17 +205,13 @@ StepResult forward_backward(
 // device; a second only when something is not finite) and, with --detect-anomaly, names the
 // first parameter (in registration order) whose gradient is not finite.
 void read_finiteness(StepResult& r, ig::nn::Module& model, const TrainOptions& o) {
-  if (r.finite_flag.defined()) {
-    r.finite = r.finite_flag.item<double>() != 0;
-    r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
-  } else {
-    r.finite = r.loss_finite = std::isfinite(r.loss_sum.item<double>());
-  }
+  r.finite = r.finite_flag.item<bool>();
+  r.loss_finite = r.finite || std::isfinite(r.loss_sum.item<double>());
   if (r.finite || !o.detect_anomaly) return;
   ig::NoGradGuard no_grad;
   for (const auto& [name, p] : model.named_parameters()) {
     const ig::Tensor& g = p.grad();
-    if (g.defined() && ig::all(ig::isfinite(g)).item<double>() == 0) {
+    if (g.defined() && !ig::all_finite({g}).item<bool>()) {
       r.bad_param = name;
       return;
     }
@@ -561,11 +557,10 @@ int run_train(TrainOptions o, TrainProgress* progress) {
       }
       if (progress) progress->epoch = epoch, progress->step = step + 1;
       StepResult r;
-      // The captured step's loss alone is checked (as the eager step's flag); a non-finite
-      // gradient shows in the next step's loss.
       bool graph_step = false;
       try {
-        graph_step = graphed && graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct);
+        graph_step = graphed &&
+                     graphed->run(batch.x(), batch.y(), r.loss_sum, r.correct, r.finite_flag);
         if (!graph_step) {
           optimizer->zero_grad();
           r = forward_backward(trained, ddp.get(), batch, o, amp, rank_batch / o.accumulate);

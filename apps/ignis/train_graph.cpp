@@ -31,11 +31,18 @@ GraphedStep::GraphedStep(
               loss = ig::nn::functional::cross_entropy(logits, y, {.label_smoothing = smoothing});
             }
             loss.backward();
-            optimizer.step();
             ig::NoGradGuard no_grad;
-            // [loss sum, correct]: the eager step's two running sums, kept on the device.
+            // The eager step's check: the loss and every gradient, one multi-tensor pass.
+            std::vector<ig::Tensor> checked{loss.detach()};
+            for (const ig::Tensor& p : model.parameters())
+              if (p.grad().defined()) checked.push_back(p.grad());
+            const ig::Tensor finite = ig::all_finite(checked);
+            optimizer.step();
+            // [loss sum, correct, finite]: the eager step's running sums and its check, kept
+            // on the device.
             const ig::Tensor sum = loss.detach() * double(x.size(0));
-            return ig::stack({sum, (logits.argmax(1) == y).sum().to(sum.dtype())});
+            return ig::stack(
+                {sum, (logits.argmax(1) == y).sum().to(sum.dtype()), finite.to(sum.dtype())});
           },
           {.on_fallback = {}})) {}  // no fallback inside: run() reports and the caller steps
 
@@ -43,7 +50,8 @@ bool GraphedStep::run(
     const ig::Tensor& x,
     const ig::Tensor& y,
     ig::Tensor& loss_sum,
-    ig::Tensor& correct) {
+    ig::Tensor& correct,
+    ig::Tensor& finite) {
   if (!active_) return false;
   ig::Tensor sums;
   try {
@@ -60,6 +68,7 @@ bool GraphedStep::run(
   // shapes and dtypes, which the checkpoint stores: 0-dim, the count as int64.
   loss_sum = sums[0].clone();
   correct = sums[1].to(ig::kInt64);
+  finite = sums[2].to(ig::kBool);
   return true;
 }
 

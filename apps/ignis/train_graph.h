@@ -25,14 +25,16 @@ class GraphedStep {
       ignis::optim::Optimizer& optimizer,
       const TrainOptions& o,
       const TrainAmp& amp);
-  /// One optimizer step on (x, y): true with the batch's loss sum and correct count (0-dim
-  /// device tensors, as the eager step's); false when the step cannot be captured (said once
-  /// on stdout): the caller then takes its eager step, now and from then on.
+  /// One optimizer step on (x, y): true with the batch's loss sum, correct count and whether
+  /// the loss and every gradient were finite (0-dim device tensors, as the eager step's);
+  /// false when the step cannot be captured (said once on stdout): the caller then takes its
+  /// eager step, now and from then on.
   bool run(
       const ignis::Tensor& x,
       const ignis::Tensor& y,
       ignis::Tensor& loss_sum,
-      ignis::Tensor& correct);
+      ignis::Tensor& correct,
+      ignis::Tensor& finite);
 
  private:
   bool active_ = true;

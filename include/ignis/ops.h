@@ -164,6 +164,11 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
+/// 0-dim bool on the tensors' (common) device: true when no element of any of them is inf or
+/// NaN; true for an empty list (on the CPU). One pass per dtype over the dense tensors (a
+/// multi-tensor launch on CUDA) raising one device flag; nothing is read back, so a training
+/// step can check its gradients without waiting for the GPU, and inside a CUDA graph capture.
+Tensor all_finite(const std::vector<Tensor>& tensors);
 // Comparisons and logic return bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);

@@ -1,6 +1,7 @@
-// CPU kernels of the fused optimizer updates (per parameter and multi-tensor) and of
-// GradScaler's unscale (src/ops/optim_kernels.h). Each element is independent; chunks go to
-// the threads. The multi-tensor rules run the same element math as the CUDA kernel.
+// CPU kernels of the fused optimizer updates (per parameter and multi-tensor), of
+// GradScaler's unscale and of all_finite's check (src/ops/optim_kernels.h). Each element is
+// independent; chunks go to the threads. The multi-tensor rules run the same element math
+// as the CUDA kernel.
 #include <atomic>
 #include <type_traits>
 
@@ -16,6 +17,7 @@ using detail::MultiTensorItem;
 using detail::MultiTensorUpdateArgs;
 using detail::OptimRule;
 using detail::SgdUpdateArgs;
+using detail::NonFiniteCheckArgs;
 using detail::UnscaleArgs;
 
 // The options are template parameters so each variant's loop has no branches and
@@ -156,11 +158,47 @@ bool unscale(const UnscaleArgs& a) {
   }
   return found;
 }
+
+/// all_finite's pass, reading only: g - g is NaN exactly when g is inf or NaN. The flags are
+/// OR-ed as integers, a reduction the compiler vectorises (a float sum it may not reorder).
+template <class T>
+bool has_non_finite(const T* data, int64_t n) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  std::atomic<bool> found{false};
+  detail::parallel_for(0, n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
+    int bad = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const C g = C(data[i]);
+      bad |= int(!(g - g == C(0)));
+    }
+    if (bad) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
+}
+
+void non_finite_check(const NonFiniteCheckArgs& a) {
+  bool found = false;
+  auto each = [&]<class T>() {
+    for (size_t i = 0; i < a.data.size() && !found; ++i)
+      found = has_non_finite(static_cast<const T*>(a.data[i]), a.numel[i]);
+  };
+  switch (a.dtype) {
+    case DType::Float32: each.template operator()<float>(); break;
+    case DType::Float64: each.template operator()<double>(); break;
+    case DType::BFloat16: each.template operator()<BFloat16>(); break;
+    case DType::Float16: each.template operator()<Half>(); break;
+    default:
+      throw DTypeError(
+          fmt::format("[all_finite] expected floating tensors, got {}", dtype_name(a.dtype)));
+  }
+  if (found) *a.found = 1.0f;
+}
 }  // namespace
 
 void register_optim_cpu() {
   detail::sgd_update_kernel.set(DeviceType::CPU, &sgd_update);
   detail::unscale_kernel.set(DeviceType::CPU, &unscale);
+  detail::non_finite_check_kernel.set(DeviceType::CPU, &non_finite_check);
   detail::multi_tensor_update_kernel.set(DeviceType::CPU, &multi_tensor_update);
 }
 

@@ -1,6 +1,6 @@
-// Multi-tensor CUDA kernels: the optimizers' fused updates (multi_tensor_update_kernel) and
-// GradScaler's unscale with its inf/NaN check (unscale_kernel), both slots of
-// src/ops/optim_kernels.h. One launch covers many tensors: the launch's argument is a table of
+// Multi-tensor CUDA kernels: the optimizers' fused updates (multi_tensor_update_kernel),
+// GradScaler's unscale with its inf/NaN check (unscale_kernel) and that check alone
+// (non_finite_check_kernel, for all_finite), slots of src/ops/optim_kernels.h. One launch covers many tensors: the launch's argument is a table of
 // up to kMaxTensors tensors and up to kMaxBlocks chunks of kChunk elements; block b updates
 // chunk block_chunk[b] of tensor block_tensor[b]. A list larger than one table takes several
 // launches (a tensor cut between two tables appears in both, each with its own chunks).
@@ -29,6 +29,7 @@ namespace ignis::cuda::detail {
 namespace {
 using ignis::detail::MultiTensorItem;
 using ignis::detail::MultiTensorUpdateArgs;
+using ignis::detail::NonFiniteCheckArgs;
 using ignis::detail::OptimRule;
 using ignis::detail::UnscaleArgs;
 
@@ -292,11 +293,70 @@ bool unscale(const UnscaleArgs& a) {
   return flag.narrow(0, 0, 1).item<float>() != 0;
 }
 
+// ---- all_finite's check --------------------------------------------------------------------
+
+struct CheckTable {
+  ChunkMap map;
+  const void* data[kMaxTensors];
+};
+
+/// *found = 1 when any element is inf or NaN (g - g is NaN exactly then); reads only. As in
+/// unscale_chunks, every writer stores the same value.
+template <class T>
+__global__ void non_finite_check_chunks(const CheckTable tab, float* found) {
+  using C = kernels::opmath_t<T>;
+  const ChunkRange r = chunk_range(tab.map);
+  const T* __restrict__ x = static_cast<const T*>(tab.data[r.t]);
+  bool bad = false;
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
+    const C g = C(x[i]);
+    bad |= !(g - g == C(0));
+  }
+  if (bad) *found = 1.0f;
+}
+
+template <class T>
+void launch_non_finite_check(const NonFiniteCheckArgs& a, cudaStream_t stream) {
+  CheckTable tab{};
+  for_each_launch(
+      a.numel,
+      tab.map,
+      [&](int slot, size_t i) { tab.data[slot] = a.data[i]; },
+      [&](int blocks) {
+        non_finite_check_chunks<T><<<blocks, kThreads, 0, stream>>>(tab, a.found);
+      });
+}
+
+void non_finite_check(const NonFiniteCheckArgs& a) {
+  if (a.data.empty()) return;
+  // The flag's device: the tensors' (the front end checked that they share it).
+  LaunchOn on(Device::cuda(device_of(a.found, "all_finite")));
+  switch (a.dtype) {
+    case DType::Float32:
+      launch_non_finite_check<float>(a, on.stream);
+      break;
+    case DType::Float64:
+      launch_non_finite_check<double>(a, on.stream);
+      break;
+    case DType::BFloat16:
+      launch_non_finite_check<BFloat16>(a, on.stream);
+      break;
+    case DType::Float16:
+      launch_non_finite_check<Half>(a, on.stream);
+      break;
+    default:
+      throw DTypeError(
+          fmt::format("[all_finite] expected floating tensors, got {}", dtype_name(a.dtype)));
+  }
+  IGNIS_CUDA_CHECK_LAUNCH("all_finite");
+}
+
 }  // namespace
 
 void register_multi_tensor_optim() {
   ignis::detail::multi_tensor_update_kernel.set(DeviceType::CUDA, &multi_tensor_update);
   ignis::detail::unscale_kernel.set(DeviceType::CUDA, &unscale);
+  ignis::detail::non_finite_check_kernel.set(DeviceType::CUDA, &non_finite_check);
 }
 
 }  // namespace ignis::cuda::detail

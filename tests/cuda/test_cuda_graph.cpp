@@ -2,9 +2,10 @@
 // parameters as the same steps run eagerly on the GPU (the eager GPU path is itself checked
 // against the CPU in test_cuda_training.cpp), a learning-rate change reaches the replays, a
 // step the graph cannot hold falls back with its one-line message, and cuda::Graph replays
-// what it captured on new input values.
+// what it captured on new input values (all_finite's check among them).
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -333,6 +334,39 @@ TEST(CudaGraph, GraphReplaysOnNewInputsAndKeepsItsMemory) {
   graph.reset();
   EXPECT_FALSE(graph.captured());
   EXPECT_THROW(graph.replay(), ValueError);
+}
+
+// all_finite inside a capture: no host read, so the graph holds it, and each replay checks
+// the values the tensors hold then.
+TEST(CudaGraph, AllFiniteIsCapturedAndChecksEachReplaysValues) {
+  IGNIS_REQUIRE_CUDA();
+  std::vector<Tensor> grads = testing::gradient_like_list(kGpu, 7);
+  cuda::Stream side = cuda::Stream::create(0);
+  side.wait([&] {
+    cuda::Event e;
+    e.record();
+    return e;
+  }());
+  cuda::Graph graph;
+  Tensor ok;
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin(side);
+    ok = all_finite(grads);
+    graph.capture_end();
+  }
+  graph.replay();
+  EXPECT_TRUE(ok.item<bool>());
+  grads[0].narrow(0, 3 * 65536 + 1, 1).fill_(std::numeric_limits<double>::infinity());
+  graph.replay();
+  EXPECT_FALSE(ok.item<bool>());
+  grads[0].fill_(1.0);
+  grads[2].t().narrow(0, 5, 1).fill_(std::numeric_limits<double>::quiet_NaN());
+  graph.replay();
+  EXPECT_FALSE(ok.item<bool>());
+  grads[2].fill_(0.5);
+  graph.replay();
+  EXPECT_TRUE(ok.item<bool>());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The multi-tensor CUDA kernels (src/cuda/multi_tensor_optim.cu) against the CPU: SGD, Adam/
 // AdamW and RMSprop over many float32 parameters (more tensors and more chunks than one launch
-// holds), and GradScaler's unscale with its inf/NaN flag in every floating dtype. Both devices
-// run the same element rules without FMA contraction, so the results must be bitwise equal.
+// holds), GradScaler's unscale with its inf/NaN flag in every floating dtype, and all_finite's
+// check alone. Both devices run the same element rules without FMA contraction, so the results
+// must be bitwise equal.
 #include <functional>
 #include <limits>
 #include <memory>
@@ -131,6 +132,36 @@ TEST(CudaOptim, UnscaleFindsInfAndNanAndMatchesTheCpu) {
             testing::all_close(testing::values_of(gpu[i]), testing::values_of(cpu[i]), 0, 0))
             << dtype_name(t) << " poison " << poison << ", gradient " << i;
     }
+}
+
+// all_finite on the GPU (the multi-tensor check; the strided views through the ops) against
+// the same list and poison on the CPU: gradient_like_list's 45 tensors take two launches.
+TEST(CudaOptim, AllFiniteMatchesTheCpu) {
+  IGNIS_REQUIRE_CUDA();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Tensor> clean = testing::gradient_like_list(kGpu, 100);
+  const Tensor ok = all_finite(clean);
+  EXPECT_EQ(ok.device(), kGpu);
+  EXPECT_TRUE(ok.item<bool>());
+  uint64_t position = 12345;
+  for (size_t k = 0; k < clean.size(); ++k) {
+    if (!is_floating(clean[k].dtype()) || clean[k].numel() == 0) continue;
+    for (double poison : {inf, -inf, std::numeric_limits<double>::quiet_NaN()}) {
+      position = position * 6364136223846793005ull + 1442695040888963407ull;
+      auto poisoned = [&](Device d) {
+        std::vector<Tensor> list = testing::gradient_like_list(d, 100);
+        Tensor e = list[k];
+        for (int64_t i : testing::unravel(int64_t((position >> 17) % uint64_t(e.numel())), e.sizes()))
+          e = e.select(0, i);
+        e.fill_(poison);
+        return all_finite(list).item<bool>();
+      };
+      EXPECT_FALSE(poisoned(kGpu)) << "poison " << poison << " in tensor " << k;
+      EXPECT_FALSE(poisoned(Device::cpu())) << "poison " << poison << " in tensor " << k;
+    }
+  }
+  if (!testing::dry_run_on_cpu())
+    EXPECT_THROW(all_finite({ones({2}, {kFloat32, kGpu}), ones({2})}), DeviceError);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -660,6 +661,47 @@ TEST(FastMath, ErfcAndNormalCdfKeepTheirRelativeAccuracyInTheTails) {
   EXPECT_EQ(kernels::normal_cdf(0.0f), 0.5f);
   EXPECT_EQ(kernels::fast_erfc_nonnegative(20.0f), 0.0f);
   EXPECT_TRUE(std::isnan(kernels::normal_cdf(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// ---- all_finite ------------------------------------------------------------------------------
+// gradient_like_list's tensors (every dtype and layout, NaN in the gaps of views, more tensors
+// than one CUDA launch takes). Each poison value is put in turn into each floating tensor, at
+// a random position; the expected answer comes from every value read back and tested with
+// std::isfinite.
+TEST(AllFinite, FindsInfAndNanInAnyTensorOfAList) {
+  auto make_list = [](uint64_t seed) { return gradient_like_list(Device::cpu(), seed); };
+  auto expected = [](const std::vector<Tensor>& list) {
+    for (const Tensor& t : list)
+      for (double v : values_of(t))
+        if (!std::isfinite(v)) return false;
+    return true;
+  };
+  std::mt19937_64 rng(5);
+  const std::vector<Tensor> clean = make_list(100);
+  ASSERT_TRUE(expected(clean));
+  const Tensor ok = all_finite(clean);
+  EXPECT_EQ(ok.dtype(), kBool);
+  EXPECT_EQ(ok.dim(), 0);
+  EXPECT_TRUE(ok.item<bool>());
+  for (size_t k = 0; k < clean.size(); ++k) {
+    if (!is_floating(clean[k].dtype()) || clean[k].numel() == 0) continue;
+    for (double poison : {kInf, -kInf, kNaN}) {
+      std::vector<Tensor> list = make_list(100);
+      const int64_t at = int64_t(rng() % uint64_t(list[k].numel()));
+      Tensor e = list[k];
+      for (int64_t i : unravel(at, e.sizes())) e = e.select(0, i);
+      e.fill_(poison);
+      ASSERT_FALSE(expected(list));
+      EXPECT_FALSE(all_finite(list).item<bool>())
+          << "poison " << poison << " at " << at << " of tensor " << k;
+    }
+  }
+  // A finite float64 value past float16's range is inf once stored there.
+  EXPECT_FALSE(all_finite({ones({3}), full({2}, 70000.0).to(kFloat16)}).item<bool>());
+  EXPECT_TRUE(all_finite({}).item<bool>());
+  EXPECT_TRUE(all_finite({zeros({4}, kInt32), zeros({0})}).item<bool>());
+  EXPECT_THROW_MSG(
+      all_finite({ones({2}), Tensor()}), ValueError, "[all_finite] tensor 1 is undefined");
 }
 
 // ---- errors ----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 #include "support/test_support.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -73,6 +74,56 @@ Tensor make_input(const std::vector<double>& values, const Shape& shape, DType d
     }
   }
   return base;
+}
+
+Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shape, DType dtype,
+                            Layout layout, double gap, Device device) {
+  const int64_t nd = int64_t(shape.size());
+  Tensor base = tensor(values, shape).to(device, dtype);
+  if (layout == Layout::Transposed || (nd == 0 && layout == Layout::Strided))
+    return make_input(values, shape, dtype, layout).to(device);  // dense: no gaps
+  Tensor view;
+  if (layout == Layout::Strided) {
+    Shape wide = shape;
+    wide.back() *= 2;
+    view = full(wide, gap, {dtype, device}).slice(nd - 1, 0, std::nullopt, 2);
+  } else if (layout == Layout::Offset) {
+    view = full({base.numel() + 7}, gap, {dtype, device}).narrow(0, 7, base.numel()).view(shape);
+  } else {
+    return base;
+  }
+  view.copy_(base);
+  return view;
+}
+
+std::vector<Tensor> gradient_like_list(Device device, uint64_t seed) {
+  struct Spec {
+    Shape shape;
+    DType dtype;
+    Layout layout;
+  };
+  std::vector<Spec> specs = {
+      {{3 * 65536 + 5}, kFloat32, Layout::Contiguous},
+      {{2, 3, 5, 7}, kFloat64, Layout::Transposed},
+      {{33, 17}, kBFloat16, Layout::Transposed},
+      {{9, 13}, kFloat16, Layout::Strided},
+      {{4, 25}, kFloat32, Layout::Offset},
+      {{6, 5}, kInt64, Layout::Contiguous},
+      {{0, 3}, kFloat32, Layout::Contiguous},
+      {{}, kFloat32, Layout::Contiguous},
+      {{2, 8, 3, 3}, kFloat32, Layout::Contiguous},  // made channels-last below
+  };
+  for (int i = 0; i < 36; ++i) specs.push_back({{1 + (i * 37) % 300}, kFloat32, Layout::Strided});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<Tensor> list;
+  for (const Spec& s : specs) {
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    const auto v = random_values(n, -4, 4, seed + list.size());
+    list.push_back(make_input_with_gaps(v, s.shape, s.dtype, s.layout, nan, device));
+  }
+  list[8] = list[8].contiguous(MemoryFormat::channels_last);
+  return list;
 }
 
 std::vector<double> values_of(const Tensor& t) { return t.to(Device::cpu(), kFloat64).contiguous().to_vector<double>(); }

@@ -39,6 +39,16 @@ inline constexpr Layout kAllLayouts[] = {Layout::Contiguous, Layout::Transposed,
 /// A tensor of dtype holding `values` (row-major for `shape`) in the given layout.
 Tensor make_input(const std::vector<double>& values, const Shape& shape, DType dtype,
                   Layout layout = Layout::Contiguous);
+/// make_input's layout on `device`, with `gap` in the storage around the view that the view
+/// does not cover (Strided's gaps, Offset's head): what a kernel reading past the view sees.
+Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shape, DType dtype,
+                            Layout layout, double gap, Device device);
+/// A list shaped like a model's gradients, for all_finite, on `device`, with finite values from
+/// `seed`: every floating dtype and layout (dense permuted, channels-last, and strided and offset
+/// views whose gaps hold NaN, which the check must not read), an int64, an empty and a 0-dim
+/// tensor, one of 3 * 65536 + 5 elements (several threads; chunks of a CUDA launch) and, with
+/// 36 small ones, more tensors than one CUDA launch's table holds.
+std::vector<Tensor> gradient_like_list(Device device, uint64_t seed);
 /// The values of t in row-major order, as doubles (t converted to float64 on the CPU).
 std::vector<double> values_of(const Tensor& t);
 /// values rounded through dtype (what storing a double in that dtype gives back).
