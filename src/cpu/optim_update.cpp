@@ -191,7 +191,7 @@ void non_finite_check(const NonFiniteCheckArgs& a) {
       throw DTypeError(
           fmt::format("[all_finite] expected floating tensors, got {}", dtype_name(a.dtype)));
   }
-  if (found) *a.found = 1.0f;
+  if (found) *a.finite = false;
 }
 }  // namespace
 

@@ -300,10 +300,10 @@ struct CheckTable {
   const void* data[kMaxTensors];
 };
 
-/// *found = 1 when any element is inf or NaN (g - g is NaN exactly then); reads only. As in
-/// unscale_chunks, every writer stores the same value.
+/// *finite = false when any element is inf or NaN (g - g is NaN exactly then); reads only. As
+/// in unscale_chunks, every writer stores the same value.
 template <class T>
-__global__ void non_finite_check_chunks(const CheckTable tab, float* found) {
+__global__ void non_finite_check_chunks(const CheckTable tab, bool* finite) {
   using C = kernels::opmath_t<T>;
   const ChunkRange r = chunk_range(tab.map);
   const T* __restrict__ x = static_cast<const T*>(tab.data[r.t]);
@@ -312,7 +312,7 @@ __global__ void non_finite_check_chunks(const CheckTable tab, float* found) {
     const C g = C(x[i]);
     bad |= !(g - g == C(0));
   }
-  if (bad) *found = 1.0f;
+  if (bad) *finite = false;
 }
 
 template <class T>
@@ -323,14 +323,14 @@ void launch_non_finite_check(const NonFiniteCheckArgs& a, cudaStream_t stream) {
       tab.map,
       [&](int slot, size_t i) { tab.data[slot] = a.data[i]; },
       [&](int blocks) {
-        non_finite_check_chunks<T><<<blocks, kThreads, 0, stream>>>(tab, a.found);
+        non_finite_check_chunks<T><<<blocks, kThreads, 0, stream>>>(tab, a.finite);
       });
 }
 
 void non_finite_check(const NonFiniteCheckArgs& a) {
   if (a.data.empty()) return;
   // The flag's device: the tensors' (the front end checked that they share it).
-  LaunchOn on(Device::cuda(device_of(a.found, "all_finite")));
+  LaunchOn on(Device::cuda(device_of(a.finite, "all_finite")));
   switch (a.dtype) {
     case DType::Float32:
       launch_non_finite_check<float>(a, on.stream);

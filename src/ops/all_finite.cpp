@@ -1,8 +1,8 @@
 // all_finite: whether a whole list of tensors (a model's gradients, a step's loss) holds no
 // inf or NaN, as one device flag. The per-tensor way, logical_and(all(isfinite(g))) for each
 // g, costs three kernels and a full-size bool temporary per tensor; here the dense tensors of
-// each dtype go to one multi-tensor pass (non_finite_check_kernel) that raises one float32
-// flag, and only tensors of other layouts take the per-tensor ops.
+// each dtype go to one multi-tensor pass (non_finite_check_kernel) that clears one bool flag,
+// the result itself, and only tensors of other layouts take the per-tensor ops.
 #include <map>
 
 #include "core/error.h"
@@ -28,8 +28,8 @@ Tensor all_finite(const std::vector<Tensor>& tensors) {
         d.str());
   }
   if (!device) return full({}, true, {kBool, Device::cpu()});
-  // found = 1 once any pass meets an inf or NaN; the answer is found == 0.
-  Tensor found = zeros({}, {kFloat32, *device});
+  // Cleared by any pass that meets an inf or NaN.
+  Tensor finite = full({}, true, {kBool, *device});
   std::map<DType, detail::NonFiniteCheckArgs> groups;
   std::optional<Tensor> strided_ok;  // the tensors the kernel cannot walk as one run
   for (const Tensor& t : tensors) {
@@ -44,11 +44,10 @@ Tensor all_finite(const std::vector<Tensor>& tensors) {
     g.dtype = t.dtype();
     g.data.push_back(t.data_ptr());
     g.numel.push_back(t.numel());
-    g.found = found.data_ptr<float>();
+    g.finite = finite.data_ptr<bool>();
   }
   for (const auto& [dtype, args] : groups) detail::non_finite_check_kernel.get(*device)(args);
-  const Tensor ok = eq(found, 0);
-  return strided_ok ? logical_and(ok, *strided_ok) : ok;
+  return strided_ok ? logical_and(finite, *strided_ok) : finite;
 }
 
 }  // namespace ignis

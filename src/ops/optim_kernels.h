@@ -88,15 +88,15 @@ struct UnscaleArgs {
 
 inline KernelSlot<bool (*)(const UnscaleArgs&)> unscale_kernel{"grad_scaler_unscale"};
 
-/// all_finite's pass (the check of unscale without the scaling): *found = 1 when any element
-/// of any tensor is inf or NaN, in one pass over all the tensors of one dtype and device. The
-/// flag is a float32 in the tensors' memory and is not read back, so a step can check its
-/// gradients without waiting for the device (and inside a CUDA graph capture).
+/// all_finite's pass (the check of unscale without the scaling): *finite = false when any
+/// element of any tensor is inf or NaN, in one pass over all the tensors of one dtype and
+/// device. The flag is a bool in the tensors' memory and is not read back, so a step can check
+/// its gradients without waiting for the device (and inside a CUDA graph capture).
 struct NonFiniteCheckArgs {
-  DType dtype = kFloat32;          // any floating dtype
-  std::vector<const void*> data;   // non-overlapping and dense tensors
+  DType dtype = kFloat32;         // any floating dtype
+  std::vector<const void*> data;  // non-overlapping and dense tensors
   std::vector<int64_t> numel;
-  float* found = nullptr;          // 0-dim, same device; only ever set to 1
+  bool* finite = nullptr;         // 0-dim, same device; only ever set to false
 };
 
 inline KernelSlot<void (*)(const NonFiniteCheckArgs&)> non_finite_check_kernel{"all_finite"};
