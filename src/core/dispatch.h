@@ -14,6 +14,20 @@ namespace ignis::detail {
 /// Runs every backend's registration once (thread-safe); called by KernelSlot::get.
 void ensure_kernels_registered();
 
+/// visit_dtype (include/ignis/dtype.h) for a kernel that takes floating dtypes only: `f` is
+/// instantiated for those four; any other dtype is a DTypeError naming `op`.
+template <class F>
+decltype(auto) visit_floating_dtype(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::Float32: return f.template operator()<float>();
+    case DType::Float64: return f.template operator()<double>();
+    case DType::BFloat16: return f.template operator()<BFloat16>();
+    case DType::Float16: return f.template operator()<Half>();
+    default: break;
+  }
+  throw DTypeError(fmt::format("[{}] expected floating tensors, got {}", op, dtype_name(t)));
+}
+
 template <class Fn>
 struct KernelSlot {
   const char* name;

@@ -143,19 +143,10 @@ bool unscale_tensor(T* data, int64_t n, float inv_scale) {
 
 bool unscale(const UnscaleArgs& a) {
   bool found = false;
-  auto each = [&]<class T>() {
+  detail::visit_floating_dtype(a.dtype, "grad_scaler_unscale", [&]<class T>() {
     for (size_t i = 0; i < a.data.size(); ++i)
       found |= unscale_tensor(static_cast<T*>(a.data[i]), a.numel[i], a.inv_scale);
-  };
-  switch (a.dtype) {
-    case DType::Float32: each.template operator()<float>(); break;
-    case DType::Float64: each.template operator()<double>(); break;
-    case DType::BFloat16: each.template operator()<BFloat16>(); break;
-    case DType::Float16: each.template operator()<Half>(); break;
-    default:
-      throw DTypeError(fmt::format("[grad_scaler_unscale] expected floating gradients, got {}",
-                                   dtype_name(a.dtype)));
-  }
+  });
   return found;
 }
 
@@ -178,19 +169,10 @@ bool has_non_finite(const T* data, int64_t n) {
 
 void non_finite_check(const NonFiniteCheckArgs& a) {
   bool found = false;
-  auto each = [&]<class T>() {
+  detail::visit_floating_dtype(a.dtype, "all_finite", [&]<class T>() {
     for (size_t i = 0; i < a.data.size() && !found; ++i)
       found = has_non_finite(static_cast<const T*>(a.data[i]), a.numel[i]);
-  };
-  switch (a.dtype) {
-    case DType::Float32: each.template operator()<float>(); break;
-    case DType::Float64: each.template operator()<double>(); break;
-    case DType::BFloat16: each.template operator()<BFloat16>(); break;
-    case DType::Float16: each.template operator()<Half>(); break;
-    default:
-      throw DTypeError(
-          fmt::format("[all_finite] expected floating tensors, got {}", dtype_name(a.dtype)));
-  }
+  });
   if (found) *a.finite = false;
 }
 }  // namespace

@@ -271,23 +271,9 @@ bool unscale(const UnscaleArgs& a) {
   {
     LaunchOn on(Device::cuda(d));
     float* f = flag.data_ptr<float>();
-    switch (a.dtype) {
-      case DType::Float32:
-        launch_unscale<float>(a, f, on.stream);
-        break;
-      case DType::Float64:
-        launch_unscale<double>(a, f, on.stream);
-        break;
-      case DType::BFloat16:
-        launch_unscale<BFloat16>(a, f, on.stream);
-        break;
-      case DType::Float16:
-        launch_unscale<Half>(a, f, on.stream);
-        break;
-      default:
-        throw DTypeError(fmt::format(
-            "[grad_scaler_unscale] expected floating gradients, got {}", dtype_name(a.dtype)));
-    }
+    ignis::detail::visit_floating_dtype(a.dtype, "grad_scaler_unscale", [&]<class T>() {
+      launch_unscale<T>(a, f, on.stream);
+    });
     IGNIS_CUDA_CHECK_LAUNCH("grad_scaler_unscale");
   }
   return flag.narrow(0, 0, 1).item<float>() != 0;
@@ -331,23 +317,9 @@ void non_finite_check(const NonFiniteCheckArgs& a) {
   if (a.data.empty()) return;
   // The flag's device: the tensors' (the front end checked that they share it).
   LaunchOn on(Device::cuda(device_of(a.finite, "all_finite")));
-  switch (a.dtype) {
-    case DType::Float32:
-      launch_non_finite_check<float>(a, on.stream);
-      break;
-    case DType::Float64:
-      launch_non_finite_check<double>(a, on.stream);
-      break;
-    case DType::BFloat16:
-      launch_non_finite_check<BFloat16>(a, on.stream);
-      break;
-    case DType::Float16:
-      launch_non_finite_check<Half>(a, on.stream);
-      break;
-    default:
-      throw DTypeError(
-          fmt::format("[all_finite] expected floating tensors, got {}", dtype_name(a.dtype)));
-  }
+  ignis::detail::visit_floating_dtype(a.dtype, "all_finite", [&]<class T>() {
+    launch_non_finite_check<T>(a, on.stream);
+  });
   IGNIS_CUDA_CHECK_LAUNCH("all_finite");
 }
 

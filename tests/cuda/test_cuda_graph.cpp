@@ -33,6 +33,18 @@ std::vector<std::pair<Tensor, Tensor>> batches(const Shape& x_shape, int n, uint
   return out;
 }
 
+/// Captures `body` into `graph` on `side`, a stream of its own that first waits for the work
+/// queued so far (what capture_step does for a whole step).
+void capture_on(cuda::Graph& graph, const cuda::Stream& side, const std::function<void()>& body) {
+  cuda::Event queued;
+  queued.record();
+  side.wait(queued);
+  cuda::StreamGuard guard(side);
+  graph.capture_begin(side);
+  body();
+  graph.capture_end();
+}
+
 struct TrainRun {
   std::vector<double> losses;
   std::vector<Tensor> params;  // on the CPU
@@ -295,19 +307,9 @@ TEST(CudaGraph, GraphReplaysOnNewInputsAndKeepsItsMemory) {
   IGNIS_REQUIRE_CUDA();
   Tensor x = full({1000}, 1.0, {kFloat32, kGpu});
   cuda::Stream side = cuda::Stream::create(0);
-  side.wait([&] {
-    cuda::Event e;
-    e.record();
-    return e;
-  }());
   cuda::Graph graph;
   Tensor y;
-  {
-    cuda::StreamGuard guard(side);
-    graph.capture_begin(side);
-    y = x * 3 + 1;  // allocated in the graph's pool
-    graph.capture_end();
-  }
+  capture_on(graph, side, [&] { y = x * 3 + 1; });  // y allocated in the graph's pool
   EXPECT_TRUE(graph.captured());
   const void* y_address = y.data_ptr();
   graph.replay();
@@ -341,20 +343,10 @@ TEST(CudaGraph, GraphReplaysOnNewInputsAndKeepsItsMemory) {
 TEST(CudaGraph, AllFiniteIsCapturedAndChecksEachReplaysValues) {
   IGNIS_REQUIRE_CUDA();
   std::vector<Tensor> grads = testing::gradient_like_list(kGpu, 7);
-  cuda::Stream side = cuda::Stream::create(0);
-  side.wait([&] {
-    cuda::Event e;
-    e.record();
-    return e;
-  }());
+  const cuda::Stream side = cuda::Stream::create(0);
   cuda::Graph graph;
   Tensor ok;
-  {
-    cuda::StreamGuard guard(side);
-    graph.capture_begin(side);
-    ok = all_finite(grads);
-    graph.capture_end();
-  }
+  capture_on(graph, side, [&] { ok = all_finite(grads); });
   graph.replay();
   EXPECT_TRUE(ok.item<bool>());
   grads[0].narrow(0, 3 * 65536 + 1, 1).fill_(std::numeric_limits<double>::infinity());
