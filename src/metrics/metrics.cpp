@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "ignis/ops.h"
@@ -16,6 +17,14 @@ namespace ignis::metrics {
 namespace {
 
 double ratio(double num, double den) { return den == 0 ? 0.0 : num / den; }
+
+// The order of scores that torch.argmax and torch.topk use: NaN above every number, NaNs equal
+// to each other (so the first NaN is the argmax, and ties go to the lower index).
+bool ranks_above(double a, double b) {
+  if (std::isnan(a)) return !std::isnan(b);
+  return a > b;
+}
+bool ranks_equal(double a, double b) { return std::isnan(a) ? std::isnan(b) : a == b; }
 
 PRF make_prf(double tp, double predicted, double actual) {
   PRF r;
@@ -92,9 +101,10 @@ void ClassificationMetrics::update(const Tensor& scores, const Tensor& targets) 
       const double target_score = row[tp[i]];
       int64_t best = 0, r = 0;
       for (int64_t j = 0; j < C; ++j) {
-        if (row[j] > row[best]) best = j;
+        if (ranks_above(row[j], row[best])) best = j;
         // Classes ahead of the target: strictly higher, or equal with a lower index.
-        if (row[j] > target_score || (row[j] == target_score && j < tp[i])) ++r;
+        if (ranks_above(row[j], target_score) || (ranks_equal(row[j], target_score) && j < tp[i]))
+          ++r;
       }
       pred[i] = best;
       rank[i] = r;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -172,6 +173,25 @@ TEST(Metrics, TiesAndEmptyAndErrors) {
   EXPECT_EQ(m.num_samples(), 1);  // failed updates count nothing
   m.reset();
   EXPECT_EQ(m.num_samples(), 0);
+}
+
+// A diverged model's NaN scores are ordered as torch.argmax and torch.topk order them: NaN
+// above every number (inf too), NaNs tied, ties to the lower index. Worked out by hand:
+// [1, NaN, 3] predicts 1 and ranks target 2 second; [NaN, 2, NaN] predicts 0 and ranks
+// target 2 second (behind the NaN at 0, ahead of 2); [inf, NaN, 0] predicts 1 and ranks
+// target 0 second.
+TEST(Metrics, NanScoresRankAsInTorch) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  ClassificationMetrics m(3);
+  m.update(
+      tensor<float>({1.f, nan, 3.f, nan, 2.f, nan, inf, nan, 0.f}, Shape{3, 3}),
+      tensor<int64_t>({2, 2, 0}));
+  EXPECT_EQ(
+      testing::values_of(m.confusion_matrix()),
+      (std::vector<double>{0, 1, 0, 0, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(m.top_k_accuracy(1), 0.0);
+  EXPECT_EQ(m.top_k_accuracy(2), 1.0);
 }
 
 TEST(Metrics, ReportIsAligned) {
