@@ -32,15 +32,15 @@ GraphedStep::GraphedStep(
             }
             loss.backward();
             ig::NoGradGuard no_grad;
-            // The eager step's check: the loss and every gradient, one multi-tensor pass.
-            std::vector<ig::Tensor> checked{loss.detach()};
+            // The eager step's check: the loss sum and every gradient, one multi-tensor pass.
+            const ig::Tensor sum = loss.detach() * double(x.size(0));
+            std::vector<ig::Tensor> checked{sum};
             for (const ig::Tensor& p : model.parameters())
               if (p.grad().defined()) checked.push_back(p.grad());
             const ig::Tensor finite = ig::all_finite(checked);
             optimizer.step();
             // [loss sum, correct, finite]: the eager step's running sums and its check, kept
             // on the device.
-            const ig::Tensor sum = loss.detach() * double(x.size(0));
             return ig::stack(
                 {sum, (logits.argmax(1) == y).sum().to(sum.dtype()), finite.to(sum.dtype())});
           },

@@ -24,7 +24,8 @@ class ClassificationMetrics {
 
   /// Adds a batch. `scores` is either logits/probabilities [N, C] (prediction = argmax, the
   /// first index among ties, as torch.argmax, for which NaN is the largest score; top-k
-  /// becomes available) or integer class predictions [N]. `targets` is int64 [N] with values in [0, C). Any device.
+  /// becomes available) or integer class predictions [N]. `targets` is int64 [N] with values
+  /// in [0, C). Any device.
   void update(const Tensor& scores, const Tensor& targets);
   /// Forgets every sample.
   void reset();

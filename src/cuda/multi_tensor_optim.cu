@@ -1,17 +1,19 @@
 // Multi-tensor CUDA kernels: the optimizers' fused updates (multi_tensor_update_kernel),
 // GradScaler's unscale with its inf/NaN check (unscale_kernel) and that check alone
-// (non_finite_check_kernel, for all_finite), slots of src/ops/optim_kernels.h. One launch covers many tensors: the launch's argument is a table of
-// up to kMaxTensors tensors and up to kMaxBlocks chunks of kChunk elements; block b updates
-// chunk block_chunk[b] of tensor block_tensor[b]. A list larger than one table takes several
-// launches (a tensor cut between two tables appears in both, each with its own chunks).
+// (non_finite_check_kernel, for all_finite), slots of src/ops/optim_kernels.h. One launch
+// covers many tensors: the launch's argument is a table of up to kMaxTensors tensors and up to
+// kMaxBlocks chunks of kChunk elements; block b updates chunk block_chunk[b] of tensor
+// block_tensor[b]. A list larger than one table takes several launches (a tensor cut between
+// two tables appears in both, each with its own chunks).
 //
 // The per-element rules are src/kernels/sgd_math.h and optim_math.h, which the CPU loops
 // (src/cpu/optim_update.cpp) run too; this file is compiled with --fmad=false and that one
 // with -ffp-contract=off, so the two give the same bits in float32 (sqrt and division are
 // IEEE-rounded on both). Step values (learning rate, bias corrections) are read from device
 // memory in float64 and rounded once in the kernels, as the CPU rounds them. Inside a CUDA
-// graph capture only SGD's launch is captured, reading {lr, momentum} from device memory that
-// a replay hook refreshes (src/optim/multi_tensor_update.cpp); the other optimizers refuse.
+// graph capture SGD's launch is captured, reading {lr, momentum} from device memory that a
+// replay hook refreshes (src/optim/multi_tensor_update.cpp), and so is all_finite's check;
+// the other optimizers refuse.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 

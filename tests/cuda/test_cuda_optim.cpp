@@ -135,7 +135,8 @@ TEST(CudaOptim, UnscaleFindsInfAndNanAndMatchesTheCpu) {
 }
 
 // all_finite on the GPU (the multi-tensor check; the strided views through the ops) against
-// the same list and poison on the CPU: gradient_like_list's 45 tensors take two launches.
+// the same list and poison on the CPU: gradient_like_list's 36 dense float32 tensors take two
+// launches; then a tensor longer than one launch's 320 chunks, poisoned past the cut.
 TEST(CudaOptim, AllFiniteMatchesTheCpu) {
   IGNIS_REQUIRE_CUDA();
   const double inf = std::numeric_limits<double>::infinity();
@@ -151,8 +152,8 @@ TEST(CudaOptim, AllFiniteMatchesTheCpu) {
       auto poisoned = [&](Device d) {
         std::vector<Tensor> list = testing::gradient_like_list(d, 100);
         Tensor e = list[k];
-        for (int64_t i : testing::unravel(int64_t((position >> 17) % uint64_t(e.numel())), e.sizes()))
-          e = e.select(0, i);
+        const int64_t at = int64_t((position >> 17) % uint64_t(e.numel()));
+        for (int64_t i : testing::unravel(at, e.sizes())) e = e.select(0, i);
         e.fill_(poison);
         return all_finite(list).item<bool>();
       };
@@ -160,6 +161,11 @@ TEST(CudaOptim, AllFiniteMatchesTheCpu) {
       EXPECT_FALSE(poisoned(Device::cpu())) << "poison " << poison << " in tensor " << k;
     }
   }
+  const int64_t cut = 320 * 65536;
+  Tensor longest = zeros({cut + 1000}, {kFloat32, kGpu});
+  EXPECT_TRUE(all_finite({clean[4], longest, clean[0]}).item<bool>());
+  longest.narrow(0, cut + 500, 1).fill_(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(all_finite({clean[4], longest, clean[0]}).item<bool>());
   if (!testing::dry_run_on_cpu())
     EXPECT_THROW(all_finite({ones({2}, {kFloat32, kGpu}), ones({2})}), DeviceError);
 }

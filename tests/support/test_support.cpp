@@ -79,9 +79,11 @@ Tensor make_input(const std::vector<double>& values, const Shape& shape, DType d
 Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shape, DType dtype,
                             Layout layout, double gap, Device device) {
   const int64_t nd = int64_t(shape.size());
-  Tensor base = tensor(values, shape).to(device, dtype);
-  if (layout == Layout::Transposed || (nd == 0 && layout == Layout::Strided))
+  if (layout == Layout::Transposed && nd >= 2)
     return make_input(values, shape, dtype, layout).to(device);  // dense: no gaps
+  if (layout == Layout::Transposed) layout = Layout::Strided;  // as make_input does
+  Tensor base = tensor(values, shape).to(device, dtype);
+  if (nd == 0) return base;
   Tensor view;
   if (layout == Layout::Strided) {
     Shape wide = shape;
@@ -113,7 +115,10 @@ std::vector<Tensor> gradient_like_list(Device device, uint64_t seed) {
       {{}, kFloat32, Layout::Contiguous},
       {{2, 8, 3, 3}, kFloat32, Layout::Contiguous},  // made channels-last below
   };
-  for (int i = 0; i < 36; ++i) specs.push_back({{1 + (i * 37) % 300}, kFloat32, Layout::Strided});
+  // Small ones, two in three dense: with the four dense float32 tensors above, 36 for the
+  // check's kernel, more than the 32 one CUDA launch's table holds.
+  constexpr Layout kSmall[] = {Layout::Contiguous, Layout::Offset, Layout::Strided};
+  for (int i = 0; i < 48; ++i) specs.push_back({{1 + (i * 37) % 300}, kFloat32, kSmall[i % 3]});
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<Tensor> list;
   for (const Spec& s : specs) {

@@ -47,7 +47,7 @@ Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shap
 /// `seed`: every floating dtype and layout (dense permuted, channels-last, and strided and offset
 /// views whose gaps hold NaN, which the check must not read), an int64, an empty and a 0-dim
 /// tensor, one of 3 * 65536 + 5 elements (several threads; chunks of a CUDA launch) and, with
-/// 36 small ones, more tensors than one CUDA launch's table holds.
+/// 48 small ones, 36 dense float32 tensors: more than one CUDA launch's table holds (32).
 std::vector<Tensor> gradient_like_list(Device device, uint64_t seed);
 /// The values of t in row-major order, as doubles (t converted to float64 on the CPU).
 std::vector<double> values_of(const Tensor& t);
