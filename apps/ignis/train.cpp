@@ -191,13 +191,9 @@ StepResult forward_backward(
     r.correct = r.correct.defined() ? r.correct + c : c;
   }
   ig::NoGradGuard no_grad;
-  // The loss and every gradient in one multi-tensor pass that leaves one flag on the device:
-  // a single read per step, not one per parameter (each read waits for a GPU).
-  std::vector<ig::Tensor> checked{r.loss_sum};
-  if (!amp.scaler_checks_gradients())  // fp16: overflowing gradients are the scaler's
-    for (const auto& p : model.parameters())
-      if (p.grad().defined()) checked.push_back(p.grad());
-  r.finite_flag = ig::all_finite(checked);
+  // One flag on the device: a single read per step, not one per parameter (each read waits
+  // for a GPU). Under fp16, overflowing gradients are the scaler's to find.
+  r.finite_flag = loss_and_gradients_finite(r.loss_sum, model, !amp.scaler_checks_gradients());
   return r;
 }
 

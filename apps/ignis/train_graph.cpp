@@ -9,6 +9,15 @@
 namespace ignis_cli {
 namespace ig = ignis;
 
+ig::Tensor loss_and_gradients_finite(
+    const ig::Tensor& loss_sum, ig::nn::Module& model, bool gradients) {
+  std::vector<ig::Tensor> checked{loss_sum};  // one multi-tensor pass over all of them
+  if (gradients)
+    for (const ig::Tensor& p : model.parameters())
+      if (p.grad().defined()) checked.push_back(p.grad());
+  return ig::all_finite(checked);
+}
+
 bool GraphedStep::eligible(
     const TrainOptions& o, const ig::Device& device, bool distributed, const TrainAmp& amp) {
   return o.cuda_graphs == "auto" && device.is_cuda() && !distributed && o.accumulate == 1 &&
@@ -32,12 +41,8 @@ GraphedStep::GraphedStep(
             }
             loss.backward();
             ig::NoGradGuard no_grad;
-            // The eager step's check: the loss sum and every gradient, one multi-tensor pass.
             const ig::Tensor sum = loss.detach() * double(x.size(0));
-            std::vector<ig::Tensor> checked{sum};
-            for (const ig::Tensor& p : model.parameters())
-              if (p.grad().defined()) checked.push_back(p.grad());
-            const ig::Tensor finite = ig::all_finite(checked);
+            const ig::Tensor finite = loss_and_gradients_finite(sum, model);  // as eager steps
             optimizer.step();
             // [loss sum, correct, finite]: the eager step's running sums and its check, kept
             // on the device.

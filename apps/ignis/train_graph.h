@@ -16,6 +16,11 @@
 
 namespace ignis_cli {
 
+/// The step's finiteness check, eager or captured: true (0-dim, on the device, not read back)
+/// when `loss_sum` and, with `gradients`, every gradient of `model` hold no inf or NaN.
+ignis::Tensor loss_and_gradients_finite(
+    const ignis::Tensor& loss_sum, ignis::nn::Module& model, bool gradients = true);
+
 class GraphedStep {
  public:
   static bool eligible(

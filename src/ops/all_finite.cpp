@@ -32,10 +32,10 @@ Tensor all_finite(const std::vector<Tensor>& tensors) {
   Tensor finite = full({}, true, {kBool, *device});
   std::map<DType, detail::NonFiniteCheckArgs> groups;
   std::optional<Tensor> strided_ok;  // the tensors the kernel cannot walk as one run
+  const bool has_kernel = detail::non_finite_check_kernel.has(device->type);
   for (const Tensor& t : tensors) {
     if (!is_floating(t.dtype()) || t.numel() == 0) continue;  // integers are always finite
-    if (!detail::is_non_overlapping_and_dense(t.sizes(), t.strides()) ||
-        !detail::non_finite_check_kernel.has(device->type)) {
+    if (!has_kernel || !detail::is_non_overlapping_and_dense(t.sizes(), t.strides())) {
       const Tensor ok = all(isfinite(t));
       strided_ok = strided_ok ? logical_and(*strided_ok, ok) : ok;
       continue;

@@ -43,17 +43,22 @@ const char* layout_name(Layout l) {
 
 Tensor make_input(const std::vector<double>& values, const Shape& shape, DType dtype,
                   Layout layout) {
-  Tensor base = tensor(values, shape).to(dtype);
+  return make_input_with_gaps(values, shape, dtype, layout, 0, Device::cpu());
+}
+
+Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shape, DType dtype,
+                            Layout layout, double gap, Device device) {
+  Tensor base = tensor(values, shape).to(device, dtype);
   const int64_t nd = int64_t(shape.size());
+  if (layout == Layout::Transposed && nd < 2) layout = Layout::Strided;
   switch (layout) {
     case Layout::Contiguous: return base;
     case Layout::Transposed: {
-      if (nd < 2) return make_input(values, shape, dtype, Layout::Strided);
-      Shape rev(shape.rbegin(), shape.rend()), perm(nd);
+      Shape perm(nd);
       for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
       Tensor stored = base.permute(perm).contiguous();  // reversed-dims storage
       Tensor view = stored.permute(perm);
-      EXPECT_TRUE(view.numel() <= 1 || !view.is_contiguous() || nd < 2 || shape[0] == 1 ||
+      EXPECT_TRUE(view.numel() <= 1 || !view.is_contiguous() || shape[0] == 1 ||
                   shape[nd - 1] == 1);
       return view;
     }
@@ -61,41 +66,18 @@ Tensor make_input(const std::vector<double>& values, const Shape& shape, DType d
       if (nd == 0) return base;
       Shape wide = shape;
       wide.back() *= 2;
-      Tensor big = zeros(wide, dtype);
-      Tensor view = big.slice(nd - 1, 0, std::nullopt, 2);
+      Tensor view = full(wide, gap, {dtype, device}).slice(nd - 1, 0, std::nullopt, 2);
       view.copy_(base);
       return view;
     }
     case Layout::Offset: {
-      Tensor big = zeros({base.numel() + 7}, dtype);
-      Tensor view = big.narrow(0, 7, base.numel()).view(shape);
+      Tensor view =
+          full({base.numel() + 7}, gap, {dtype, device}).narrow(0, 7, base.numel()).view(shape);
       view.copy_(base);
       return view;
     }
   }
   return base;
-}
-
-Tensor make_input_with_gaps(const std::vector<double>& values, const Shape& shape, DType dtype,
-                            Layout layout, double gap, Device device) {
-  const int64_t nd = int64_t(shape.size());
-  if (layout == Layout::Transposed && nd >= 2)
-    return make_input(values, shape, dtype, layout).to(device);  // dense: no gaps
-  if (layout == Layout::Transposed) layout = Layout::Strided;  // as make_input does
-  Tensor base = tensor(values, shape).to(device, dtype);
-  if (nd == 0) return base;
-  Tensor view;
-  if (layout == Layout::Strided) {
-    Shape wide = shape;
-    wide.back() *= 2;
-    view = full(wide, gap, {dtype, device}).slice(nd - 1, 0, std::nullopt, 2);
-  } else if (layout == Layout::Offset) {
-    view = full({base.numel() + 7}, gap, {dtype, device}).narrow(0, 7, base.numel()).view(shape);
-  } else {
-    return base;
-  }
-  view.copy_(base);
-  return view;
 }
 
 std::vector<Tensor> gradient_like_list(Device device, uint64_t seed) {
