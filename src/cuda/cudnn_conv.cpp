@@ -67,7 +67,10 @@ namespace {
     cudnnStatus_t s, const char* call, const char* op, const char* file, int line) {
   const std::string msg =
       fmt::format("[{}] {} failed: {} ({}:{})", op, call, cudnnGetErrorString(s), file, line);
-  if (s == CUDNN_STATUS_ALLOC_FAILED) throw OutOfMemoryError(msg);
+  // ALLOC_FAILED is cuDNN 9's name for a failed host allocation; its own device allocations
+  // fail with DEVICE_ALLOCATION_FAILED. Either is memory, which may come back.
+  if (s == CUDNN_STATUS_ALLOC_FAILED || s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+    throw OutOfMemoryError(msg);
   throw Error(msg);
 }
 #define IGNIS_CUDNN_CHECK(call, op)                                \
@@ -366,6 +369,13 @@ AlgoKey usable_key(AlgoKey key) {
   return key;
 }
 
+/// An algorithm cuDNN will not run for these operands: unsupported, or refused for the
+/// operands' alignment (reported as a bad parameter, not as unsupported).
+bool refused(cudnnStatus_t status) {
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED ||
+         status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
+}
+
 /// Runs attempt(choice) (set the math type, size the workspace, call cuDNN: the status) for
 /// the candidates in order until one succeeds. A listed algorithm can still be refused for
 /// these operands (a 16-bit case the legacy API covers thinly), as PyTorch also finds; those
@@ -395,10 +405,9 @@ void run_first_that_works(const AlgoKey& key, const std::vector<AlgoChoice>& can
       }
       return;
     }
-    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) break;
+    if (!refused(status)) break;
   }
-  if (out_of_memory && CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED)
-    std::rethrow_exception(out_of_memory);
+  if (out_of_memory && refused(status)) std::rethrow_exception(out_of_memory);
   IGNIS_CUDNN_CHECK(status, op);
 }
 

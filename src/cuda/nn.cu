@@ -527,7 +527,7 @@ Dims4 dims_of(const Tensor& t, bool cl) {
 struct PoolWindow {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
   bool count_include_pad;
-  int64_t divisor;  // > 0: divisor_override
+  int64_t divisor;  // nonzero: divisor_override (negative is legal, as in PyTorch; 0 is refused)
 };
 
 PoolWindow window_of(const Pool2dParams& p) {
@@ -628,7 +628,7 @@ avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const PoolWindow& p) {
   const int64_t padded_size = (h1 - h0) * (w1 - w0);
   h0 = h0 < 0 ? 0 : h0, w0 = w0 < 0 ? 0 : w0;
   h1 = min(h1, H), w1 = min(w1, W);
-  const double div = p.divisor > 0         ? double(p.divisor)
+  const double div = p.divisor != 0        ? double(p.divisor)
                      : p.count_include_pad ? double(padded_size)
                                            : double((h1 - h0) * (w1 - w0));
   return {h0, h1, w0, w1, div};

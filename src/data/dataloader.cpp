@@ -36,6 +36,7 @@
 #include <omp.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -161,8 +162,8 @@ class EpochRun {
     for (auto& t : threads_) t.join();
     // Batches never handed out free their device memory into the compute stream's pool: the
     // compute stream must not reuse it before their copies have finished writing it.
-    if (staged_) wait_for_copy(*staged_);
-    for (auto& [b, r] : ready_) wait_for_copy(r);
+    if (staged_) wait_for_dropped_copy(*staged_);
+    for (auto& [b, r] : ready_) wait_for_dropped_copy(r);
   }
 
   void stop() {
@@ -214,6 +215,17 @@ class EpochRun {
   /// Later work on the compute stream waits for the batch's copy to the device, if any.
   void wait_for_copy(const Result& r) const {
     if (r.copied) consumer_->wait(*r.copied);
+  }
+  /// The same for a batch dropped in the destructor or a worker, where a throw would end the
+  /// process: once the device has failed (a sticky error, the runtime unloading at exit) the
+  /// ordering no longer matters, so the error is reported and the earlier one left to surface.
+  void wait_for_dropped_copy(const Result& r) const noexcept {
+    try {
+      wait_for_copy(r);
+    } catch (const std::exception& e) {
+      std::fprintf(
+          stderr, "ignis: DataLoader could not order a dropped batch's copy: %s\n", e.what());
+    }
   }
 
   /// The consumer's side of a batch: its error, the wait for its copy, the transform.
@@ -302,7 +314,7 @@ class EpochRun {
       {
         std::lock_guard<std::mutex> lock(m_);
         if (stop_) {
-          wait_for_copy(r);  // dropped: its memory must not be reused before the copy ends
+          wait_for_dropped_copy(r);  // its memory must not be reused before the copy ends
           return;
         }
         ready_.emplace(b, std::move(r));

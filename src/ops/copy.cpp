@@ -1,6 +1,7 @@
 // Copies and conversions: copy_, contiguous, clone, to(dtype), to(device), fill_, zero_.
 #include "autograd/record.h"
 #include "core/dispatch.h"
+#include "core/graph_capture.h"
 #include "core/memory_format.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -147,8 +148,10 @@ Tensor Tensor::pin_memory() const {
   IGNIS_CHECK(defined(), ValueError, "[pin_memory] undefined tensor");
   IGNIS_CHECK(is_cpu(), DeviceError, "[pin_memory] only CPU tensors can be pinned, got one on {}",
               device().str());
-  Allocator& pinned = pinned_allocator();
   if (is_pinned()) return *this;
+  // cudaHostAlloc inside a capture would invalidate it with a bare CUDA error.
+  refuse_during_capture("pin_memory", "allocates page-locked host memory");
+  Allocator& pinned = pinned_allocator();
   const size_t nbytes = size_t(numel()) * itemsize(dtype());
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<StorageImpl>(nbytes ? pinned.allocate(nbytes) : nullptr, nbytes,

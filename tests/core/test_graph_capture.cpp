@@ -65,6 +65,18 @@ TEST(GraphCapture, RefusalNamesTheOpOnlyDuringACapture) {
   }
 }
 
+// Before any CUDA call: cudaHostAlloc would invalidate the capture with a bare CUDA error.
+TEST(GraphCapture, PinMemoryRefusesInsideACapture) {
+  const Tensor host = ones({4});
+  FakeCapture capture;
+  try {
+    (void)host.pin_memory();
+    FAIL() << "expected CaptureError";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("[pin_memory]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GraphCapture, OptimizersWithHostStepCountsRefuseInsideACapture) {
   Tensor p = ones({4}).requires_grad_();
   (p * 2).sum().backward();

@@ -423,6 +423,7 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
        .ceil_mode = true,
        .count_include_pad = false},
       {.kernel_size = {2, 3}, .stride = Size2{1, 2}, .padding = {1, 1}, .divisor_override = 5},
+      {.kernel_size = {2, 2}, .divisor_override = -3},  // negative: legal, as in PyTorch
   };
   for (const Pool2dOptions& o : avg_cases)
     for (DType t : {kFloat32, kFloat64})
