@@ -5,10 +5,11 @@
 // Streams: each communicator has its own stream. A collective first makes that stream wait for
 // the work already queued on Ignis's compute stream (which produced the inputs), then queues
 // the NCCL call and records an event. Work::is_completed() queries the event; wait() polls it
-// against the group's timeout (aborting the communicator on timeout, which makes the NCCL
-// kernels return) and then makes the compute stream wait for the event, so kernels queued
-// after wait() see the result. A Work dropped unfinished makes the compute stream wait too,
-// so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
+// against the group's timeout (aborting the communicator on timeout or on an asynchronous NCCL
+// error, which makes the NCCL kernels return; every Work of an aborted communicator then
+// fails) and then makes the compute stream wait for the event, so kernels queued
+// after wait() see the result. A Work dropped unfinished makes the stream that wrote its
+// inputs wait too, so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
 // switches to the communicator's device switches back. NCCL reduces bf16 and f16 natively (no
 // float32 round trip) and has a native average (ncclAvg).
 #include <cuda_runtime.h>
@@ -38,6 +39,14 @@ struct NcclComm {
   int size = 1;
   int* scratch = nullptr;  // one int on the device for barrier()
   std::string broken;      // why the communicator may no longer be used, else ""
+  /// Marks the communicator unusable and aborts it: NCCL's rule after a timeout or an
+  /// asynchronous error (its queued kernels return; nothing about them can be assumed), and
+  /// the teardown then does not wait for them.
+  void abort(std::string why) {
+    if (broken.empty()) broken = std::move(why);
+    if (comm) ncclCommAbort(comm);
+    comm = nullptr;
+  }
   ~NcclComm() {
     int previous = -1;
     cudaGetDevice(&previous);  // errors at teardown cannot be reported
@@ -54,6 +63,11 @@ void check_nccl(ncclResult_t rc, const char* op, const NcclComm& c) {
   fail(op, c.rank, c.size,
        fmt::format("NCCL error on cuda:{}: {} ({})", c.device, ncclGetErrorString(rc),
                    c.comm ? ncclGetLastError(c.comm) : ""));
+}
+/// A communicator aborted by a timeout or an error takes no collective and hands out no result.
+void check_usable(const char* op, const NcclComm& c) {
+  if (!c.broken.empty())
+    fail(op, c.rank, c.size, fmt::format("the NCCL communicator is unusable: {}", c.broken));
 }
 void check_cuda(cudaError_t rc, const char* op, const NcclComm& c) {
   if (rc == cudaSuccess) return;
@@ -104,33 +118,49 @@ ncclRedOp_t nccl_op(ReduceOp op, DType d) {
 
 class NcclWork : public Work {
  public:
-  NcclWork(std::shared_ptr<NcclComm> comm, const char* op, std::chrono::milliseconds timeout,
-           std::vector<Tensor> keep)
-      : comm_(std::move(comm)), op_(op), timeout_(timeout),
-        start_(std::chrono::steady_clock::now()), keep_(std::move(keep)) {
+  NcclWork(
+      std::shared_ptr<NcclComm> comm,
+      const char* op,
+      std::chrono::milliseconds timeout,
+      std::vector<Tensor> keep,
+      cudaStream_t producer)
+      : comm_(std::move(comm)),
+        op_(op),
+        timeout_(timeout),
+        start_(std::chrono::steady_clock::now()),
+        keep_(std::move(keep)),
+        producer_(producer) {
     check_cuda(cudaEventCreateWithFlags(&done_event_, cudaEventDisableTiming), op_, *comm_);
   }
   ~NcclWork() override {
-    // Dropped before it was seen complete: later work on the compute stream (which may reuse
-    // the kept tensors' memory once they are freed) waits for the collective.
-    if (!done_) {
-      try {
-        cudaStreamWaitEvent(compute_stream(comm_->device), done_event_, 0);
-      } catch (const std::exception&) {  // no stream to order (teardown): nothing to protect
-      }
-    }
+    // Dropped before it was seen complete: later work on the stream the kept tensors came
+    // from (which reuses their memory once they are freed) waits for the collective. That
+    // stream, not this thread's current one: the Work may be dropped elsewhere.
+    if (!done_)
+      cudaStreamWaitEvent(producer_, done_event_, 0);  // errors at teardown: none to report
     cudaEventDestroy(done_event_);
   }
   cudaEvent_t event() const { return done_event_; }
 
   bool is_completed() override {
     if (done_) return true;
+    // Aborted (by another Work's timeout or error): the event may pass with the collective cut
+    // short, so its result is not one to hand out.
+    check_usable(op_, *comm_);
     cudaError_t rc = cudaEventQuery(done_event_);
     if (rc == cudaErrorNotReady) {
       (void)cudaGetLastError();  // kept as the last error too; a later launch check would see it
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_->comm, &async);
-      check_nccl(async, op_, *comm_);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        const std::string what = fmt::format(
+            "NCCL error on cuda:{}: {} ({})",
+            comm_->device,
+            ncclGetErrorString(async),
+            ncclGetLastError(comm_->comm));
+        comm_->abort(fmt::format("{} failed on rank {}: {}", op_, comm_->rank, what));
+        fail(op_, comm_->rank, comm_->size, what + "; the communicator was aborted");
+      }
       return false;
     }
     check_cuda(rc, op_, *comm_);
@@ -144,9 +174,7 @@ class NcclWork : public Work {
     for (int polls = 0; !is_completed(); ++polls) {
       auto waited = std::chrono::steady_clock::now() - start_;
       if (waited > timeout_) {
-        comm_->broken = fmt::format("{} timed out on rank {}", op_, comm_->rank);
-        ncclCommAbort(comm_->comm);  // makes the stuck NCCL kernel return
-        comm_->comm = nullptr;
+        comm_->abort(fmt::format("{} timed out on rank {}", op_, comm_->rank));
         fail(op_, comm_->rank, comm_->size,
              fmt::format("timed out after {:.1f} s on cuda:{}: another rank did not call it or "
                          "is stuck; the communicator was aborted. End the job with "
@@ -166,6 +194,7 @@ class NcclWork : public Work {
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point start_;
   std::vector<Tensor> keep_;
+  cudaStream_t producer_;  ///< the stream that wrote the inputs (its pool holds keep_'s memory)
   cudaEvent_t done_event_ = nullptr;
   bool done_ = false;
 };
@@ -233,19 +262,18 @@ class NcclBackend : public Backend {
     // A capture would take in the NCCL stream, and wait() would then query an event recorded
     // inside it, which CUDA refuses.
     ignis::detail::refuse_during_capture(op, "runs an NCCL collective");
-    if (!comm_->broken.empty())
-      fail(op, comm_->rank, comm_->size,
-           fmt::format("the NCCL communicator is unusable: {}", comm_->broken));
+    check_usable(op, *comm_);
     for (const Tensor& t : keep)
       if (t.device().index != comm_->device)
         fail(op, comm_->rank, comm_->size,
              fmt::format("a tensor on {} given to the communicator of cuda:{}", t.device().str(),
                          comm_->device));
     OnDevice on(comm_->device, op, *comm_);
-    auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep));
+    const cudaStream_t producer = compute_stream(comm_->device);
+    auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep), producer);
     // The inputs were written by kernels on Ignis's compute stream (not the legacy default
     // stream, which it does not synchronise with): order after them.
-    check_cuda(cudaEventRecord(w->event(), compute_stream(comm_->device)), op, *comm_);
+    check_cuda(cudaEventRecord(w->event(), producer), op, *comm_);
     check_cuda(cudaStreamWaitEvent(comm_->stream, w->event(), 0), op, *comm_);
     check_nccl(call(), op, *comm_);
     check_cuda(cudaEventRecord(w->event(), comm_->stream), op, *comm_);
