@@ -50,7 +50,15 @@ int run_devices() {
   if (!ignis::cuda::is_built()) {
     fmt::print("gpu     no GPU: this build of Ignis has no CUDA backend\n");
   } else if (!ignis::cuda::is_available()) {
-    fmt::print("gpu     no GPU: built with CUDA, but no usable device was found\n");
+    // Asking for the device's properties throws with the runtime's reason (no driver, a driver
+    // older than the runtime, no device): the line a user needs to fix it.
+    std::string why = "no usable device was found";
+    try {
+      (void)ignis::cuda::get_device_properties(0);
+    } catch (const ignis::DeviceError& e) {
+      why = e.what();
+    }
+    fmt::print("gpu     no GPU: built with CUDA, but {}\n", why);
   } else {
     fmt::print(
         "cuda    driver {}, runtime {}, cuBLAS {}, cuDNN {}\n",

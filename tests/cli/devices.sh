@@ -1,8 +1,8 @@
 #!/bin/sh
 # `ignis devices` against the machine's own description: the CPU line must carry the first
 # "model name" of /proc/cpuinfo, the thread count its number of "processor" entries; the GPU
-# part either says "no GPU" or lists each device, with the names nvidia-smi reports when it
-# is installed.
+# part either says "no GPU" (in a CUDA build, with the runtime's reason) or lists each
+# device, with the names nvidia-smi reports when it is installed.
 # Usage: devices.sh IGNIS
 set -eu
 bin=$1
@@ -14,6 +14,11 @@ echo "$out" | grep -qxF "cpu     $model" || { echo "FAIL: cpu line is not '$mode
 echo "$out" | grep -q "^        $threads hardware threads," ||
   { echo "FAIL: expected $threads hardware threads"; exit 1; }
 if echo "$out" | grep -q '^gpu     no GPU'; then
+  # A CUDA build without a device names the runtime's reason (no driver, driver too old, ...).
+  if echo "$out" | grep -q '^gpu     no GPU: built with CUDA'; then
+    echo "$out" | grep -q '^gpu     no GPU: built with CUDA, but .*no CUDA device is available: ..' ||
+      { echo "FAIL: a CUDA build without a device must say why"; exit 1; }
+  fi
   echo "ok: cpu '$model', $threads threads, no GPU"
   exit 0
 fi
