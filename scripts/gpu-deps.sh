@@ -12,8 +12,11 @@ cd "$(dirname "$0")/.."
 mkdir -p .gpu-deps
 cd .gpu-deps
 rm -f ./*.deb
+# A stale package list can name a version the mirror has since replaced (a security update).
+apt-get update -qq
+# libquadmath0: libgfortran5 needs it to load OpenBLAS (present wherever a distro g++ is).
 apt-get download libfmt-dev libfmt9 libgtest-dev nlohmann-json3-dev libcli11-dev \
-  libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 \
+  libopenblas-openmp-dev libopenblas0-openmp libopenblas-dev libgfortran5 libquadmath0 \
   zlib1g-dev libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo \
   dataset-fashion-mnist 2>&1 | tail -n 3
 # Open MPI (about 7 MB), so that the NCCL tests, which start through MPI, are built there;
