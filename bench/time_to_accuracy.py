@@ -16,7 +16,8 @@ After the first training step it prints {"engine": "torch", "row": "start-up to 
 "seconds": since the process started}) and a last one with "test_accuracy" and "wall_time_s".
 
 Usage: time_to_accuracy.py [--epochs N] [--model cnn|resnet18] [--device cpu|cuda]
-                           [--data-dir DIR] [--threads N] [--seed S] [--startup-only]
+                           [--data-dir DIR] [--threads N] [--seed S] [--augment none|standard]
+                           [--startup-only]
 """
 import argparse
 import gzip
@@ -65,6 +66,20 @@ def split(n, seed):
     return perm[:a], perm[a:a + b], perm[a + b:]
 
 
+def random_crop(x, pad):
+    """`ignis train --augment standard` on grey images: each sample's window of its own size,
+    at a uniform offset in the image zero-padded by `pad` (in [0, 1] units, before
+    normalisation, as RandomCrop then Normalize do). No flip: Ignis flips colour images only."""
+    n, _, h, w = x.shape
+    padded = F.pad(x, (pad, pad, pad, pad))
+    top = torch.randint(0, 2 * pad + 1, (n, 1, 1), device=x.device)
+    left = torch.randint(0, 2 * pad + 1, (n, 1, 1), device=x.device)
+    rows = top + torch.arange(h, device=x.device).view(1, h, 1)
+    cols = left + torch.arange(w, device=x.device).view(1, 1, w)
+    # Advanced indices apart from the channel slice come first: [n, h, w, c].
+    return padded[torch.arange(n, device=x.device).view(n, 1, 1), :, rows, cols].permute(0, 3, 1, 2)
+
+
 def evaluate(model, images, labels, batch, mean, std, device):
     model.eval()
     correct = 0
@@ -84,6 +99,8 @@ def main():
     ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--augment", choices=["none", "standard"], default="none",
+                    help="standard: random crop, padding 4 (as ignis train --augment standard)")
     ap.add_argument("--startup-only", action="store_true")
     a = ap.parse_args()
     if a.threads:
@@ -109,7 +126,10 @@ def main():
         order = torch.randperm(len(tr))
         for lo in range(0, len(tr), batch):
             idx = order[lo:lo + batch]
-            x = (train_x[idx].to(dev).float() / 255 - mean) / std
+            x = train_x[idx].to(dev).float() / 255
+            if a.augment == "standard":
+                x = random_crop(x, 4)
+            x = (x - mean) / std
             loss = F.cross_entropy(model(x), train_y[idx].to(dev))
             opt.zero_grad(set_to_none=True)
             loss.backward()
