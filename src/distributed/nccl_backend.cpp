@@ -7,9 +7,9 @@
 // the NCCL call and records an event. Work::is_completed() queries the event; wait() polls it
 // against the group's timeout (aborting the communicator on timeout or on an asynchronous NCCL
 // error, which makes the NCCL kernels return; every Work of an aborted communicator then
-// fails) and then makes the compute stream wait for the event, so kernels queued
-// after wait() see the result. A Work dropped unfinished makes the stream that wrote its
-// inputs wait too, so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
+// fails) and then makes the compute stream wait for the event, so kernels queued after wait()
+// see the result. A Work dropped unfinished makes the stream that wrote its inputs wait too,
+// so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
 // switches to the communicator's device switches back. NCCL reduces bf16 and f16 natively (no
 // float32 round trip) and has a native average (ncclAvg).
 #include <cuda_runtime.h>
@@ -58,11 +58,13 @@ struct NcclComm {
   }
 };
 
+std::string nccl_error_text(ncclResult_t rc, const NcclComm& c) {
+  return fmt::format("NCCL error on cuda:{}: {} ({})", c.device, ncclGetErrorString(rc),
+                     c.comm ? ncclGetLastError(c.comm) : "");
+}
 void check_nccl(ncclResult_t rc, const char* op, const NcclComm& c) {
   if (rc == ncclSuccess) return;
-  fail(op, c.rank, c.size,
-       fmt::format("NCCL error on cuda:{}: {} ({})", c.device, ncclGetErrorString(rc),
-                   c.comm ? ncclGetLastError(c.comm) : ""));
+  fail(op, c.rank, c.size, nccl_error_text(rc, c));
 }
 /// A communicator aborted by a timeout or an error takes no collective and hands out no result.
 void check_usable(const char* op, const NcclComm& c) {
@@ -153,11 +155,7 @@ class NcclWork : public Work {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_->comm, &async);
       if (async != ncclSuccess && async != ncclInProgress) {
-        const std::string what = fmt::format(
-            "NCCL error on cuda:{}: {} ({})",
-            comm_->device,
-            ncclGetErrorString(async),
-            ncclGetLastError(comm_->comm));
+        const std::string what = nccl_error_text(async, *comm_);
         comm_->abort(fmt::format("{} failed on rank {}: {}", op_, comm_->rank, what));
         fail(op_, comm_->rank, comm_->size, what + "; the communicator was aborted");
       }
