@@ -47,6 +47,8 @@ int run_devices() {
       "        {} hardware threads, {} OpenMP threads\n",
       std::thread::hardware_concurrency(),
       omp_get_max_threads());
+  // Which library multiplies matrices matters as much as the thread count for CPU speed.
+  fmt::print("        matrix products: {}\n", ignis::cpu_matmul_library());
   if (!ignis::cuda::is_built()) {
     fmt::print("gpu     no GPU: this build of Ignis has no CUDA backend\n");
   } else if (!ignis::cuda::is_available()) {

@@ -295,5 +295,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b);
 /// Threads used by CPU kernels (OpenMP and OpenBLAS). Defaults to the number of cores.
 void set_num_threads(int n);
 int get_num_threads();
+/// Which library runs CPU matrix products, with OpenBLAS's kernel set, e.g. "OpenBLAS (Zen
+/// kernels)" (src/cpu/sgemm_library.cpp says how it is chosen; IGNIS_CPU_GEMM overrides).
+std::string cpu_matmul_library();
 
 }  // namespace ignis

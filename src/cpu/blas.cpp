@@ -1,6 +1,9 @@
 // The CPU GEMM behind every matrix product (gemm_kernel, src/ops/linalg_kernels.h):
 // - float32/float64 go to OpenBLAS's CBLAS, reading operands in place whenever BLAS can
 //   (Note [GEMM operand layouts]); single-row/column products use gemv/dot as PyTorch does;
+//   float32 matrix-matrix products go to oneDNN's sgemm instead where OpenBLAS does not know
+//   the CPU and runs kernels for narrower vectors than it has (Note [Choosing the sgemm
+//   library], sgemm_library.cpp);
 // - bfloat16 goes to oneDNN's bf16 matmul where Ignis is built with oneDNN and it has an
 //   optimised kernel (src/cpu/dnnl_matmul.cpp); otherwise, and for float16 (no float16
 //   matmul on CPUs without AVX512-FP16), the operands are converted to float32, multiplied
@@ -20,8 +23,11 @@
 #include "core/allocator.h"
 #include "core/parallel.h"
 #if IGNIS_WITH_DNNL
+#include <dnnl.h>
+
 #include "cpu/dnnl_matmul.h"
 #endif
+#include "cpu/sgemm_library.h"
 #include "kernels/convert.h"
 #include "ops/linalg_kernels.h"
 
@@ -129,6 +135,34 @@ void pack(const S* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, D* d
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha,
                const float* a, blasint lda, const float* b, blasint ldb, float beta, float* c,
                blasint ldc) {
+#if IGNIS_WITH_DNNL
+  if (sgemm_library() == SgemmLibrary::OneDnn) {
+    const dnnl_status_t rc = dnnl_sgemm(
+        ta == CblasTrans ? 'T' : 'N',
+        tb == CblasTrans ? 'T' : 'N',
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        lda,
+        b,
+        ldb,
+        beta,
+        c,
+        ldc);
+    IGNIS_CHECK(
+        rc == dnnl_success,
+        Error,
+        "[matmul] oneDNN's sgemm failed (status {}) on ({} x {}) @ ({} x {})",
+        int(rc),
+        m,
+        k,
+        k,
+        n);
+    return;
+  }
+#endif
   cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,

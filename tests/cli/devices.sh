@@ -13,6 +13,8 @@ threads=$(grep -c '^processor' /proc/cpuinfo)
 echo "$out" | grep -qxF "cpu     $model" || { echo "FAIL: cpu line is not '$model'"; exit 1; }
 echo "$out" | grep -q "^        $threads hardware threads," ||
   { echo "FAIL: expected $threads hardware threads"; exit 1; }
+echo "$out" | grep -Eq "^        matrix products: (OpenBLAS \(.+ kernels\)|float32: oneDNN sgemm)" ||
+  { echo "FAIL: no 'matrix products:' line naming OpenBLAS or oneDNN"; exit 1; }
 if echo "$out" | grep -q '^gpu     no GPU'; then
   # A CUDA build without a device names the runtime's reason (no driver, driver too old, ...).
   if echo "$out" | grep -q '^gpu     no GPU: built with CUDA'; then

@@ -4,6 +4,7 @@
 // NaN), empty dimensions, batches split across threads, a size large enough for BLAS blocking
 // and threading, and each error message.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -532,6 +533,24 @@ TEST(Linalg, DeviceMismatch) {
   EXPECT_THROW_MSG(addmm(g, ones({2, 2}), ones({2, 2})), DeviceError,
                    "[addmm] expected all tensors on the same device, but found cuda:0 and cpu");
   EXPECT_THROW_MSG(baddbmm(ones({1, 2, 2}), ones({1, 2, 2}), g), DeviceError, "[baddbmm] " + msg);
+}
+
+/// The float32 products above run on whichever library IGNIS_CPU_GEMM names: ctest runs this
+/// file three times (tests/CMakeLists.txt), with auto, openblas and onednn, and this checks
+/// that each run really used the library it names, so every path has passed the tests above.
+TEST(Linalg, CpuMatmulLibraryFollowsIgnisCpuGemm) {
+  const char* env = std::getenv("IGNIS_CPU_GEMM");
+  const std::string wanted = env ? env : "auto";
+  const std::string library = cpu_matmul_library();
+  if (wanted == "openblas") {
+    EXPECT_EQ(library.rfind("OpenBLAS (", 0), 0u) << library;
+  } else if (wanted == "onednn") {
+    EXPECT_EQ(library.rfind("float32: oneDNN sgemm", 0), 0u) << library;
+  } else {
+    EXPECT_TRUE(
+        library.rfind("OpenBLAS (", 0) == 0 || library.rfind("float32: oneDNN sgemm", 0) == 0)
+        << library;
+  }
 }
 
 }  // namespace ignis
