@@ -12,7 +12,8 @@
 // - int64/int32/uint8 use a plain i-k-j loop with wrap-around arithmetic, parallel over rows.
 // Batches of small matrices run in parallel, one single-threaded GEMM per thread (OpenBLAS's
 // OpenMP build runs on one thread when called inside a parallel region); a few large ones run
-// one after another, each threaded by OpenBLAS itself.
+// one after another, each threaded by OpenBLAS itself (a small one stays on one thread: Note
+// [Small products on one thread]).
 #include <cblas.h>
 #include <omp.h>
 
@@ -132,9 +133,41 @@ void pack(const S* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, D* d
 // ---------------------------------------------------------------------------------------------
 // float32 / float64 through CBLAS.
 
+// Note [Small products on one thread]
+// OpenBLAS and oneDNN thread a product once it passes their own small thresholds, which sit
+// far below the size where a second thread pays: an OpenMP fork/join costs ~4 us on a 2-core
+// machine, and a [64,10] x [10,512] product that takes 4-8 us on one thread took 10-23 us on
+// two (both libraries), which made the 10-512-10 MLP step 2.5x slower on 2 threads than on 1.
+// Measured there, one thread is at least as fast below ~2^21 multiply-adds (at 2^21 the two
+// are even; at 2^22 two threads win by 15-35%), so smaller products run on the calling thread
+// alone. Both libraries read omp_get_max_threads() at each call (the OpenMP builds), so
+// lowering it around the call is enough and costs nothing.
+constexpr double kMinThreadedMultiplyAdds = double(1 << 21);
+
+/// Limits OpenMP, and with it the BLAS called inside the scope, to one thread on the calling
+/// thread when the product is small; restores the previous limit on exit.
+class SmallProductOnOneThread {
+ public:
+  SmallProductOnOneThread(blasint m, blasint n, blasint k)
+      : saved_(double(m) * double(n) * double(k) < kMinThreadedMultiplyAdds
+                   ? omp_get_max_threads()
+                   : 1) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SmallProductOnOneThread() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SmallProductOnOneThread(const SmallProductOnOneThread&) = delete;
+  SmallProductOnOneThread& operator=(const SmallProductOnOneThread&) = delete;
+
+ private:
+  int saved_;  // the limit to restore; 1 when nothing was changed
+};
+
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha,
                const float* a, blasint lda, const float* b, blasint ldb, float beta, float* c,
                blasint ldc) {
+  const SmallProductOnOneThread threads(m, n, k);
 #if IGNIS_WITH_DNNL
   if (sgemm_library() == SgemmLibrary::OneDnn) {
     const dnnl_status_t rc = dnnl_sgemm(
@@ -168,6 +201,7 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bla
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
                double alpha, const double* a, blasint lda, const double* b, blasint ldb,
                double beta, double* c, blasint ldc) {
+  const SmallProductOnOneThread threads(m, n, k);
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void blas_gemv(CBLAS_TRANSPOSE t, blasint rows, blasint cols, float alpha, const float* a,

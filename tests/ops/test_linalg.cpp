@@ -535,6 +535,29 @@ TEST(Linalg, DeviceMismatch) {
   EXPECT_THROW_MSG(baddbmm(ones({1, 2, 2}), ones({1, 2, 2}), g), DeviceError, "[baddbmm] " + msg);
 }
 
+/// Small products run on one thread (Note [Small products on one thread], src/cpu/blas.cpp) by
+/// lowering OpenMP's limit around the BLAS call; the caller's limit must come back afterwards,
+/// for small and large products, float32 and float64, and the results stay right.
+TEST(Linalg, SmallProductsRestoreTheThreadCount) {
+  const int before = get_num_threads();
+  set_num_threads(3);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t n : {8, 160}) {  // 8^3 multiply-adds stays on one thread; 160^3 does not
+      Tensor a = arange(n * n, TensorOptions(dt)).reshape({n, n}) / double(n * n);
+      Tensor b = a.transpose(0, 1);
+      Tensor c = mm(a, b);
+      EXPECT_EQ(get_num_threads(), 3) << dtype_name(dt) << " n=" << n;
+      // One entry against a float64 sum: c[i, j] = sum_k a[i, k] * a[j, k].
+      const int64_t i = n - 1, j = n / 2;
+      double want = 0;
+      for (int64_t k = 0; k < n; ++k)
+        want += double(i * n + k) / double(n * n) * (double(j * n + k) / double(n * n));
+      EXPECT_NEAR(c[i][j].item<double>(), want, 1e-4 * std::abs(want));
+    }
+  }
+  set_num_threads(before);
+}
+
 /// The float32 products above run on whichever library IGNIS_CPU_GEMM names: ctest runs this
 /// file three times (tests/CMakeLists.txt), with auto, openblas and onednn, and this checks
 /// that each run really used the library it names, so every path has passed the tests above.
