@@ -1,6 +1,6 @@
-// Launch helpers shared by the CUDA kernel files: the grid for n elements, the offsets of an
-// ElementwisePlan's operands from a flat index (in 32- or 64-bit arithmetic), and the
-// stream a plan's kernels run on.
+// Launch helpers shared by the CUDA kernel files: the grid for n elements (grid-stride) or n
+// rows (a team per row), the offsets of an ElementwisePlan's operands from a flat index (in
+// 32- or 64-bit arithmetic), and the stream a plan's kernels run on.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/error.h"
 #include "core/iterator.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
@@ -25,6 +26,22 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
   const int64_t per_block = int64_t(kThreads) * per_thread;
   const int64_t blocks = (n + per_block - 1) / per_block;
   return unsigned(std::clamp<int64_t>(blocks, 1, int64_t(1) << 20));
+}
+
+/// Blocks for `units` rows (or outputs) at `per_block` rows per block, for the kernels that
+/// give each row its own team of threads and do not loop over the grid. The count must fit a
+/// CUDA grid's x dimension (2^31 - 1): past it the launch would fail, and past 2^32 the cast to
+/// unsigned would wrap and silently leave rows undone, so it is an error that names the op.
+inline unsigned blocks_for_rows(int64_t units, int64_t per_block, const char* op) {
+  const int64_t blocks = (units + per_block - 1) / per_block;
+  IGNIS_CHECK(
+      blocks <= int64_t(INT32_MAX),
+      ValueError,
+      "[{}] {} rows need {} thread blocks, more than a CUDA grid holds (2^31 - 1)",
+      op,
+      units,
+      blocks);
+  return unsigned(blocks);
 }
 
 /// Makes the plan's device current and returns its current stream.

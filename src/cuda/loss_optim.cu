@@ -142,7 +142,7 @@ void forward(CrossEntropyForward& a) {
   KernelReport* report = capturing ? nullptr : take_report(dev);
   try {
     if (a.n > 0) {
-      const auto blocks = unsigned((a.n + kRowsPerBlock - 1) / kRowsPerBlock);
+      const unsigned blocks = blocks_for_rows(a.n, kRowsPerBlock, op);
       cross_entropy_rows<T><<<blocks, kThreads, 0, on.stream>>>(
           static_cast<const T*>(a.logits),
           a.target,

@@ -151,11 +151,11 @@ void run(const ReducePlan& p, const Op& op) {
   }
   const int64_t units = p.num_outputs * chunks;
   const int64_t teams_per_block = kThreads / team;
-  const auto blocks = unsigned((units + teams_per_block - 1) / teams_per_block);
+  const unsigned blocks = blocks_for_rows(units, teams_per_block, "reduce");
   reduce_units<T, Op><<<blocks, kThreads, 0, on.stream>>>(p, op, team, chunks, chunk, partial);
   IGNIS_CUDA_CHECK_LAUNCH("reduce");
   if (chunks > 1) {
-    const auto blocks2 = unsigned((p.num_outputs + kThreads / 32 - 1) / (kThreads / 32));
+    const unsigned blocks2 = blocks_for_rows(p.num_outputs, kThreads / 32, "reduce");
     reduce_partials<Op><<<blocks2, kThreads, 0, on.stream>>>(p, op, chunks, partial);
     IGNIS_CUDA_CHECK_LAUNCH("reduce");
   }

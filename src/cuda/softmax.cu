@@ -103,7 +103,7 @@ void run(const SoftmaxArgs& a) {
   if (a.inner == 1) {
     const int team = a.dim > 1024 ? kThreads : 32;
     const int64_t per_block = kThreads / team;
-    const auto blocks = unsigned((a.outer + per_block - 1) / per_block);
+    const unsigned blocks = blocks_for_rows(a.outer, per_block, kLog ? "log_softmax" : "softmax");
     softmax_rows<T, kLog><<<blocks, kThreads, 0, on.stream>>>(in, out, a.outer, a.dim, team);
   } else {
     softmax_columns<T, kLog><<<grid_for(a.outer * a.inner), kThreads, 0, on.stream>>>(
