@@ -139,7 +139,7 @@ void pack(const S* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, D* d
 // machine, and a [64,10] x [10,512] product that takes 4-8 us on one thread took 10-23 us on
 // two (both libraries), which made the 10-512-10 MLP step 2.5x slower on 2 threads than on 1.
 // Measured there, one thread is at least as fast below ~2^21 multiply-adds (at 2^21 the two
-// are even; at 2^22 two threads win by 15-35%), so smaller products run on the calling thread
+// are even; at 2^22 two threads win by 13-35%), so smaller products run on the calling thread
 // alone. Both libraries read omp_get_max_threads() at each call (the OpenMP builds), so
 // lowering it around the call is enough and costs nothing.
 constexpr double kMinThreadedMultiplyAdds = double(1 << 21);

@@ -4,7 +4,8 @@
 // "Prescott" SSE3 kernels on Intel's Emerald Rapids (family 6 model 207, AVX-512): a 1024^3
 // sgemm at 26-32 GFLOP/s on one core where its own AVX-512 kernels reach 155, and the small
 // products of an MLP step in ~30 us instead of ~5. On AMD's Zen 5 (family 26) it runs its
-// AVX2 "Haswell" kernels, 1.4-3x slower than AVX-512 code on the MLP's and ResNet's shapes.
+// AVX2 "Haswell" kernels, 1.6-2.1x slower than oneDNN's sgemm on one core from the MLP's
+// [64,10]x[10,512] to [128,512]x[512,512] (docs/performance.md).
 // OpenBLAS fixes its choice before main (OPENBLAS_CORETYPE changes it, but only from the
 // environment the process starts with), so Ignis cannot correct it; it can use another
 // library. oneDNN, which Ignis already links for convolutions, selects its JIT sgemm kernels
@@ -49,6 +50,8 @@ int openblas_kernel_bits(const std::string& core) {
 /// OpenBLAS's kernels for this CPU use narrower vectors than the CPU has.
 bool openblas_kernels_are_a_fallback() {
 #if defined(__x86_64__) && defined(__GNUC__)
+  // The hardware's width, not use_avx512() (cpu_features.h): IGNIS_CPU_NO_AVX512 switches
+  // Ignis's own kernels, not what a library's kernels can use.
   const int cpu_bits = __builtin_cpu_supports("avx512f")                                 ? 512
                        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 256
                                                                                          : 128;

@@ -32,6 +32,8 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
 /// give each row its own team of threads and do not loop over the grid. The count must fit a
 /// CUDA grid's x dimension (2^31 - 1): past it the launch would fail, and past 2^32 the cast to
 /// unsigned would wrap and silently leave rows undone, so it is an error that names the op.
+/// (row_norm.cu caps its grid and loops over rows instead; these kernels could do the same once
+/// a GPU can test the change.)
 inline unsigned blocks_for_rows(int64_t units, int64_t per_block, const char* op) {
   const int64_t blocks = (units + per_block - 1) / per_block;
   IGNIS_CHECK(
