@@ -65,6 +65,19 @@ inline constexpr bool kIs16Bit = !std::is_same_v<BnParam<T>, T>;
 /// Values per staged piece: the few float buffers of a piece stay in L1.
 constexpr int64_t kPiece = 512;
 
+/// The type the hot loops compute their per-element terms and short sums in: float for the
+/// 16-bit inputs, double otherwise (Note [Batch norm on 16-bit inputs]). Float sums run over
+/// at most kShortRun channels-last rows, or kLaneRun values per NCHW lane, and then join
+/// double totals.
+template <class T>
+using LoopAcc = std::conditional_t<kIs16Bit<T>, float, double>;
+constexpr int64_t kShortRun = 16;
+constexpr int64_t kLaneRun = 256;
+
+/// NCHW sums go in kLanes lanes (one per element of an 8-wide step), so the loops vectorise
+/// while reordering nothing but the lanes' additions.
+constexpr int64_t kLanes = 8;
+
 /// Calls f(v, len, off) so that v[0, len) are x[off, off + len) over all of [0, n).
 template <class T, class F>
 void read_pieces(const T* x, int64_t n, const F& f) {
@@ -104,15 +117,22 @@ void grad_pieces(const T* x, const T* g, const T* y, T* out, int64_t n, const F&
 // NCHW: x[n, c, s] at n*C*S + c*S + s (a channel is N runs of S contiguous values).
 // Channels-last: x[n, c, s] at (n*S + s)*C + c (rows of C contiguous values).
 
-/// NCHW: per-channel sum over (n, s) of f(x, channel), in double.
+/// NCHW: per-channel sum over (n, s) of f(x, channel) for x in LoopAcc<T>: each piece of a
+/// run in kLanes lanes, whose sum joins the channel's double total.
 template <class T, class F>
 void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, double* out) {
+  using A = LoopAcc<T>;
   detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       double s = 0;
       for (int64_t n = 0; n < N; ++n)
         read_pieces(x + (n * C + c) * S, S, [&](const auto* v, int64_t len, int64_t) {
-          for (int64_t i = 0; i < len; ++i) s += f(double(v[i]), c);
+          A lanes[kLanes] = {};
+          const int64_t full = len / kLanes * kLanes;
+          for (int64_t i = 0; i < full; i += kLanes)
+            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += f(A(v[i + l]), c);
+          for (int64_t i = full; i < len; ++i) lanes[i - full] += f(A(v[i]), c);
+          for (const A l : lanes) s += double(l);
         });
       out[c] = s;
     }
@@ -125,6 +145,7 @@ void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, doubl
 /// into the running totals with Chan et al.'s pairwise update, as the CUDA kernels merge.
 template <class T>
 void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, double* var) {
+  using A = LoopAcc<T>;
   const int64_t block = std::max<int64_t>(1, (int64_t(64) << 10) / (C * int64_t(sizeof(T))));
   const int64_t blocks = (rows + block - 1) / block;
   const int64_t chunks = chunks_for(blocks, 1);
@@ -134,25 +155,34 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
   parallel_chunks(blocks, 1, [&](int64_t k, int64_t b0, int64_t b1) {
     double* n = acc.data() + k * width;
     double *m = n + 1, *q = m + C, *bm = q + C, *bq = bm + C;
+    // run: a short run's sums in A; centre: the block's mean in A.
+    std::vector<A> run(static_cast<size_t>(C)), centre(static_cast<size_t>(C));
+    // tot[c] += the sum over rows [r0, r1) of f(v, centre[c]) for v a row's value of
+    // channel c, taken in A over runs of kShortRun rows.
+    auto sum_rows = [&](int64_t r0, int64_t r1, double* tot, const auto& f) {
+      for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
+        std::fill(run.begin(), run.end(), A(0));
+        for (int64_t r = s0; r < std::min(r1, s0 + kShortRun); ++r)
+          read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
+            A* __restrict__ ro = run.data() + off;
+            const A* __restrict__ co = centre.data() + off;
+            for (int64_t c = 0; c < len; ++c) ro[c] += f(A(v[c]), co[c]);
+          });
+        for (int64_t c = 0; c < C; ++c) tot[c] += double(run[c]);
+      }
+    };
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       const double nb = double(r1 - r0);
       for (int64_t c = 0; c < C; ++c) bm[c] = 0, bq[c] = 0;
-      for (int64_t r = r0; r < r1; ++r)
-        read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
-          double* bmo = bm + off;
-          for (int64_t c = 0; c < len; ++c) bmo[c] += double(v[c]);
-        });
-      for (int64_t c = 0; c < C; ++c) bm[c] /= nb;
-      for (int64_t r = r0; r < r1; ++r)
-        read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
-          const double* bmo = bm + off;
-          double* bqo = bq + off;
-          for (int64_t c = 0; c < len; ++c) {
-            const double d = double(v[c]) - bmo[c];
-            bqo[c] += d * d;
-          }
-        });
+      sum_rows(r0, r1, bm, [](A v, A) { return v; });
+      for (int64_t c = 0; c < C; ++c) bm[c] /= nb, centre[size_t(c)] = A(bm[c]);
+      // Squared deviations from the block mean rounded to A: more than those from bm by
+      // nb (bm - centre)^2, at most 2^-48 bm^2 per row for float, which is left out.
+      sum_rows(r0, r1, bq, [](A v, A centre_c) {
+        const A d = v - centre_c;
+        return d * d;
+      });
       const double n2 = *n + nb, f = nb / n2, g = *n * nb / n2;
       for (int64_t c = 0; c < C; ++c) {
         const double delta = bm[c] - m[c];
@@ -200,10 +230,22 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invst
   if (cl) {
     channels_last_stats(x, N * S, C, m.data(), v.data());
   } else {
-    channel_sums(x, N, C, S, [](double xv, int64_t) { return xv; }, m.data());
+    using A = LoopAcc<T>;
+    channel_sums(
+        x, N, C, S, [](A xv, int64_t) { return xv; }, m.data());
     for (auto& e : m) e /= count;
-    channel_sums(x, N, C, S, [&](double xv, int64_t c) { return (xv - m[c]) * (xv - m[c]); },
-                 v.data());
+    // Deviations from the mean rounded to A (Note [Batch norm on 16-bit inputs]).
+    const std::vector<A> centre(m.begin(), m.end());
+    channel_sums(
+        x,
+        N,
+        C,
+        S,
+        [&](A xv, int64_t c) {
+          const A d = xv - centre[size_t(c)];
+          return d * d;
+        },
+        v.data());
     for (auto& e : v) e /= count;
   }
   P* rm = ptr<P>(a.running_mean);
@@ -321,11 +363,13 @@ void batch_norm_forward(const BatchNormArgs& a) {
   }
 }
 
-/// The per-channel values the backward passes read, as arrays indexed like the elements they
-/// meet (a channels-last row's channels, or 8 lanes of one NCHW channel): mean, invstd, and
-/// for the GELU epilogue the forward's scale and shift (P values held in double).
+/// The per-channel values the backward passes read, in their loop type A, as arrays indexed
+/// like the elements they meet (a channels-last row's channels, or 8 lanes of one NCHW
+/// channel): mean, invstd, and for the GELU epilogue the forward's scale and shift (P values,
+/// exact in A).
+template <class A>
 struct ChannelCoefs {
-  const double *mean, *invstd, *scale, *shift;
+  const A *mean, *invstd, *scale, *shift;
   ChannelCoefs at(int64_t off) const {
     return {mean + off, invstd + off, scale ? scale + off : nullptr, shift ? shift + off : nullptr};
   }
@@ -334,31 +378,38 @@ struct ChannelCoefs {
 /// sg += gm and sgx += gm * xhat over n elements of one channel (q, s0, s1 indexed by
 /// element) for gm the gradient through the epilogue, which is also stored to gm_out when
 /// given (the residual's gradient). S: the tensors' storage type (T, the compute type, is
-/// float for 16-bit S). Plain loops over restrict pointers, so that the compiler vectorises
-/// them.
-template <BnEpilogue E, bool kStore, class S, class T>
-void grad_sums_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                   T* __restrict__ gm_out, int64_t n, ChannelCoefs q, double* __restrict__ s0,
-                   double* __restrict__ s1) {
-  const double* __restrict__ m = q.mean;
-  const double* __restrict__ is = q.invstd;
+/// float for 16-bit S; A the loop type, LoopAcc<S>). Plain loops over restrict pointers, so
+/// that the compiler vectorises them.
+template <BnEpilogue E, bool kStore, class S, class T, class A>
+void grad_sums_run(
+    const T* __restrict__ x,
+    const T* __restrict__ g,
+    const T* __restrict__ y,
+    T* __restrict__ gm_out,
+    int64_t n,
+    ChannelCoefs<A> q,
+    A* __restrict__ s0,
+    A* __restrict__ s1) {
+  const A* __restrict__ m = q.mean;
+  const A* __restrict__ is = q.invstd;
   constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
     const T gm = kernels::batch_norm_epilogue_grad<E, S>(
         g[j], x[j], kMask ? y[j] : T(0), E == BnEpilogue::Gelu ? T(q.scale[j]) : T(0),
         E == BnEpilogue::Gelu ? T(q.shift[j]) : T(0));
     if constexpr (kStore) gm_out[j] = gm;
-    s0[j] += double(gm);
-    s1[j] += double(gm) * kernels::batch_norm_xhat(double(x[j]), m[j], is[j]);
+    s0[j] += A(gm);
+    s1[j] += A(gm) * kernels::batch_norm_xhat(A(x[j]), m[j], is[j]);
   }
 }
 
-/// Per-channel values of the backward passes, all in double: mean and invstd; for the GELU
-/// epilogue the forward's scale and shift (empty otherwise); and the coefficients of the input
-/// gradient k (g - mg - xhat mgx), filled after the sums pass.
+/// Per-channel values of the backward passes, in the loop type A: mean and invstd; for the
+/// GELU epilogue the forward's scale and shift (empty otherwise); and the coefficients of the
+/// input gradient k (g - mg - xhat mgx), filled after the sums pass.
+template <class A>
 struct GradCoef {
-  std::vector<double> mean, invstd, scale, shift, k, mg, mgx;
-  ChannelCoefs at(int64_t c) const {
+  std::vector<A> mean, invstd, scale, shift, k, mg, mgx;
+  ChannelCoefs<A> at(int64_t c) const {
     return {&mean[c], &invstd[c], scale.empty() ? nullptr : &scale[c],
             shift.empty() ? nullptr : &shift[c]};
   }
@@ -366,9 +417,14 @@ struct GradCoef {
 
 /// Per channel, in one pass: sg = sum of the gradient gm through the epilogue, sgx = sum of
 /// gm * xhat; with kStore, gm itself into gm_out.
-template <BnEpilogue E, bool kStore, class T>
-void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, const GradCoef& q, T* gm_out,
-                          double* sg, double* sgx) {
+template <BnEpilogue E, bool kStore, class T, class A = LoopAcc<T>>
+void batch_norm_grad_sums(
+    const BatchNormBackwardArgs& a,
+    bool cl,
+    const GradCoef<A>& q,
+    T* gm_out,
+    double* sg,
+    double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
   const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
   // f(x, g, y, gm, len, off) on the pieces of the run of n values at i0.
@@ -376,78 +432,122 @@ void batch_norm_grad_sums(const BatchNormBackwardArgs& a, bool cl, const GradCoe
     grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr, n, f);
   };
   if (!cl) {
-    // A channel at a time; its sums in 8 lanes of doubles, so the loop vectorises without
-    // reordering anything but these lanes' additions.
+    // A channel at a time; its sums in kLanes lanes of A (sg: lanes 0 and 2, sgx: 1 and 3),
+    // which join double totals every kLaneRun values per lane when A is float.
     detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
-      constexpr int64_t kLanes = 8;
-      double lanes[4][kLanes];
+      A lanes[4][kLanes];
+      double totals[4][kLanes];
       for (int64_t c = c0; c < c1; ++c) {
         for (auto& l : lanes)
+          for (A& v : l) v = 0;
+        for (auto& l : totals)
           for (double& v : l) v = 0;
+        int64_t pending = 0;  // values per lane since the lanes joined the totals
+        auto flush = [&] {
+          for (int64_t i = 0; i < 4; ++i)
+            for (int64_t l = 0; l < kLanes; ++l)
+              totals[i][l] += double(lanes[i][l]), lanes[i][l] = 0;
+          pending = 0;
+        };
         // The channel's values, one per lane.
-        double mc[kLanes], ic[kLanes], sc[kLanes], sh[kLanes];
+        A mc[kLanes], ic[kLanes], sc[kLanes], sh[kLanes];
         for (int64_t l = 0; l < kLanes; ++l) {
           mc[l] = q.mean[c], ic[l] = q.invstd[c];
-          sc[l] = q.scale.empty() ? 0.0 : q.scale[c], sh[l] = q.shift.empty() ? 0.0 : q.shift[c];
+          sc[l] = q.scale.empty() ? A(0) : q.scale[c], sh[l] = q.shift.empty() ? A(0) : q.shift[c];
         }
-        const ChannelCoefs lane_coefs{mc, ic, sc, sh};
+        const ChannelCoefs<A> lane_coefs{mc, ic, sc, sh};
         for (int64_t n = 0; n < N; ++n)
-          pieces((n * C + c) * S, S, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp,
-                                         int64_t len, int64_t) {
-            auto run = [&](int64_t j, int64_t k, double* s0, double* s1) {
-              grad_sums_run<E, kStore, T>(xp + j, gp + j, yp ? yp + j : nullptr,
-                                          kStore ? mp + j : nullptr, k, lane_coefs, s0, s1);
-            };
-            const int64_t full = len / kLanes * kLanes;
-            for (int64_t j = 0; j < full; j += kLanes) run(j, kLanes, lanes[0], lanes[1]);
-            run(full, len - full, lanes[2], lanes[3]);
-          });
+          pieces(
+              (n * C + c) * S,
+              S,
+              [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len, int64_t) {
+                auto run = [&](int64_t j, int64_t k, A* s0, A* s1) {
+                  grad_sums_run<E, kStore, T>(
+                      xp + j,
+                      gp + j,
+                      yp ? yp + j : nullptr,
+                      kStore ? mp + j : nullptr,
+                      k,
+                      lane_coefs,
+                      s0,
+                      s1);
+                };
+                const int64_t full = len / kLanes * kLanes;
+                for (int64_t j = 0; j < full; j += kLanes) run(j, kLanes, lanes[0], lanes[1]);
+                run(full, len - full, lanes[2], lanes[3]);
+                pending += (len + kLanes - 1) / kLanes;
+                if (std::is_same_v<A, float> && pending >= kLaneRun) flush();
+              });
+        flush();
         double s0 = 0, s1 = 0;
-        for (int64_t l = 0; l < kLanes; ++l) s0 += lanes[0][l] + lanes[2][l], s1 += lanes[1][l] + lanes[3][l];
+        for (int64_t l = 0; l < kLanes; ++l)
+          s0 += totals[0][l] + totals[2][l], s1 += totals[1][l] + totals[3][l];
         sg[c] = s0, sgx[c] = s1;
       }
     });
     return;
   }
+  // Channels-last: per chunk of rows, sums in A over runs of kShortRun rows, each run's
+  // joining the chunk's double totals.
   const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
   const int64_t chunks = chunks_for(rows, grain);
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
   parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
     double* a0 = acc.data() + k * 2 * C;
-    for (int64_t r = r0; r < r1; ++r)
-      pieces(r * C, C, [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len,
-                           int64_t off) {
-        grad_sums_run<E, kStore, T>(xp, gp, yp, mp, len, q.at(off), a0 + off, a0 + C + off);
-      });
+    std::vector<A> run(static_cast<size_t>(2 * C));
+    for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
+      std::fill(run.begin(), run.end(), A(0));
+      for (int64_t r = s0; r < std::min(r1, s0 + kShortRun); ++r)
+        pieces(
+            r * C,
+            C,
+            [&](const auto* xp,
+                const auto* gp,
+                const auto* yp,
+                auto* mp,
+                int64_t len,
+                int64_t off) {
+              grad_sums_run<E, kStore, T>(
+                  xp, gp, yp, mp, len, q.at(off), run.data() + off, run.data() + C + off);
+            });
+      for (int64_t j = 0; j < 2 * C; ++j) a0[j] += double(run[size_t(j)]);
+    }
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
   reduce_chunks(acc, chunks, 2 * C, tot.data());
   for (int64_t c = 0; c < C; ++c) sg[c] = tot[c], sgx[c] = tot[C + c];
 }
 
-/// grad_input over n elements from the gradient g (through epilogue E, as grad_sums_run);
-/// kScalar: one channel's coefficients at index 0 (NCHW), else one per element (a
-/// channels-last row).
-template <BnEpilogue E, bool kScalar, class S, class T>
-void grad_apply_run(const T* __restrict__ x, const T* __restrict__ g, const T* __restrict__ y,
-                    T* __restrict__ gi, int64_t n, ChannelCoefs q, const double* __restrict__ k,
-                    const double* __restrict__ mg, const double* __restrict__ mgx) {
-  const double* __restrict__ m = q.mean;
-  const double* __restrict__ is = q.invstd;
+/// grad_input over n elements from the gradient g (through epilogue E, as grad_sums_run),
+/// computed in A; kScalar: one channel's coefficients at index 0 (NCHW), else one per
+/// element (a channels-last row).
+template <BnEpilogue E, bool kScalar, class S, class T, class A>
+void grad_apply_run(
+    const T* __restrict__ x,
+    const T* __restrict__ g,
+    const T* __restrict__ y,
+    T* __restrict__ gi,
+    int64_t n,
+    ChannelCoefs<A> q,
+    const A* __restrict__ k,
+    const A* __restrict__ mg,
+    const A* __restrict__ mgx) {
+  const A* __restrict__ m = q.mean;
+  const A* __restrict__ is = q.invstd;
   constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t c = kScalar ? 0 : j;
     const T gm = kernels::batch_norm_epilogue_grad<E, S>(
         g[j], x[j], kMask ? y[j] : T(0), E == BnEpilogue::Gelu ? T(q.scale[c]) : T(0),
         E == BnEpilogue::Gelu ? T(q.shift[c]) : T(0));
-    const double xhat = kernels::batch_norm_xhat(double(x[j]), m[c], is[c]);
-    gi[j] = T(kernels::batch_norm_grad_input(double(gm), xhat, k[c], mg[c], mgx[c]));
+    const A xhat = kernels::batch_norm_xhat(A(x[j]), m[c], is[c]);
+    gi[j] = T(kernels::batch_norm_grad_input(A(gm), xhat, k[c], mg[c], mgx[c]));
   }
 }
 
-template <BnEpilogue E, class T>
-void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const T* g, const T* y,
-                           const GradCoef& q) {
+template <BnEpilogue E, class T, class A = LoopAcc<T>>
+void batch_norm_grad_apply(
+    const BatchNormBackwardArgs& a, bool cl, const T* g, const T* y, const GradCoef<A>& q) {
   const T* x = ptr<T>(a.input);
   T* gi = ptr<T>(a.grad_input);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
@@ -467,13 +567,13 @@ void batch_norm_grad_apply(const BatchNormBackwardArgs& a, bool cl, const T* g, 
 template <BnEpilogue E, class T>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
   using P = BnParam<T>;
+  using A = LoopAcc<T>;
   const int64_t C = a.c;
   const bool cl = detail::is_channels_last(a.input);
   const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
   const size_t width = static_cast<size_t>(C);
-  GradCoef q;
-  q.mean.resize(width), q.invstd.resize(width);
-  for (int64_t c = 0; c < C; ++c) q.mean[c] = double(mean[c]), q.invstd[c] = double(invstd[c]);
+  GradCoef<A> q;
+  q.mean.assign(mean, mean + C), q.invstd.assign(invstd, invstd + C);
   if constexpr (E == BnEpilogue::Gelu) {
     // The forward's scale and shift, rounded to P as it rounded them.
     std::vector<P> scale, shift;
@@ -492,13 +592,14 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   P *gw = ptr<P>(a.grad_weight), *gb = ptr<P>(a.grad_bias);
   for (int64_t c = 0; c < C; ++c) gw[c] = P(sgx[c]), gb[c] = P(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
-  // statistics terms vanish in eval mode, where they were constants.
+  // statistics terms vanish in eval mode, where they were constants. The coefficients are
+  // computed in double and rounded once to A.
   const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
   q.k.resize(width), q.mg.resize(width), q.mgx.resize(width);
   for (int64_t c = 0; c < C; ++c) {
-    q.k[c] = double(invstd[c]) * (w ? double(w[c]) : 1.0);
-    q.mg[c] = keep * sg[c] / count;
-    q.mgx[c] = keep * sgx[c] / count;
+    q.k[c] = A(double(invstd[c]) * (w ? double(w[c]) : 1.0));
+    q.mg[c] = A(keep * sg[c] / count);
+    q.mgx[c] = A(keep * sgx[c] / count);
   }
   if (gr)
     batch_norm_grad_apply<BnEpilogue::None, T>(a, cl, gr, nullptr, q);

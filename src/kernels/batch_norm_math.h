@@ -5,7 +5,15 @@
 // Note [Batch norm on 16-bit inputs]: a bf16 or float16 input (as autocast leaves a
 // convolution's output) keeps its dtype: the output, the saved tensors and grad_input are
 // 16-bit, while weight, bias, the running and saved statistics and the parameter gradients
-// are float32 (BnParam), and every sum is taken in double as for float32 inputs.
+// are float32 (BnParam). Every sum ends in double. The CUDA kernels take every term in
+// double, as for float32 inputs; the CPU loops compute a 16-bit input's per-element terms
+// (deviations, xhat, products, grad_input) in float and sum them in float over short runs
+// (16 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
+// double (src/cpu/norm.cpp, LoopAcc): a short run's few float roundings (~2^-24 each) are
+// far below the 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for
+// float16), and the float32 parameter gradients keep float32 accuracy, while a float lane
+// is half as wide as a double one and needs no conversion, so the 16-bit passes run about
+// twice as fast.
 #pragma once
 
 #include "kernels/host_device.h"
@@ -87,15 +95,18 @@ IGNIS_HOST_DEVICE T batch_norm_epilogue_grad(T g, T x, T y, T scale, T shift) {
     return batch_norm_masked_grad<E>(g, y);
 }
 
-/// The normalised input (x - mean) * invstd, in double as the statistics are.
-IGNIS_HOST_DEVICE double batch_norm_xhat(double x, double mean, double invstd) {
+/// The normalised input (x - mean) * invstd, in the backward loops' type A: double, or
+/// float for a 16-bit input on the CPU (Note [Batch norm on 16-bit inputs]).
+template <class A>
+IGNIS_HOST_DEVICE A batch_norm_xhat(A x, A mean, A invstd) {
   return (x - mean) * invstd;
 }
 
 /// The input gradient k (g - mg - xhat mgx) for k = weight * invstd and the channel means
-/// mg of g and mgx of g * xhat (both zero in eval mode, where the statistics are constants).
-IGNIS_HOST_DEVICE double batch_norm_grad_input(double g, double xhat, double k, double mg,
-                                               double mgx) {
+/// mg of g and mgx of g * xhat (both zero in eval mode, where the statistics are constants),
+/// in the backward loops' type A.
+template <class A>
+IGNIS_HOST_DEVICE A batch_norm_grad_input(A g, A xhat, A k, A mg, A mgx) {
   return k * (g - mg - xhat * mgx);
 }
 
