@@ -16,7 +16,6 @@
 #include <ignis/ignis.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,29 +102,18 @@ RunModel open_run(const std::string& arg) {
   return r;
 }
 
-bool is_image_name(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(
-      ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
-}
-
 // The image files the arguments name: a file as it is (its bytes decide the format), a
 // directory's .png/.jpg/.jpeg files recursively, sorted by path (as ImageFolder lists them).
 std::vector<std::string> list_inputs(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   for (const std::string& a : args) {
     if (fs::is_directory(a)) {
-      std::vector<std::string> found;
-      for (const auto& e :
-           fs::recursive_directory_iterator(a, fs::directory_options::follow_directory_symlink))
-        if (e.is_regular_file() && is_image_name(e.path())) found.push_back(e.path().string());
+      const std::vector<std::string> found = ig::data::list_image_files(a);
       if (found.empty())
         throw UsageError(fmt::format(
             "{}: no .png, .jpg or .jpeg files in this directory; pass image files or a folder "
             "of them",
             a));
-      std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(a)) {
       files.push_back(a);

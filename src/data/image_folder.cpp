@@ -28,16 +28,6 @@ bool has_image_extension(const fs::path& p) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
-/// Every image file under dir, recursively, sorted by path.
-std::vector<std::string> list_images(const fs::path& dir) {
-  std::vector<std::string> files;
-  for (const auto& e :
-       fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink))
-    if (e.is_regular_file() && has_image_extension(e.path())) files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 /// uint8 [H, W, c] with c = 1 or 3 -> [H, W, channels].
 Tensor convert_channels(const Tensor& hwc, int64_t channels) {
   const int64_t c = hwc.size(2);
@@ -81,6 +71,15 @@ void load_into(
 
 }  // namespace
 
+std::vector<std::string> list_image_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e :
+       fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink))
+    if (e.is_regular_file() && has_image_extension(e.path())) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Tensor ImageFolder::load(const std::string& path, int64_t size, int64_t channels) {
   const Tensor chw = convert_channels(read_image(path), channels).permute({2, 0, 1});
   if (chw.size(1) == size && chw.size(2) == size) return chw.contiguous();
@@ -112,7 +111,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
   std::vector<int64_t> labels;
   std::vector<std::string> empty_classes;
   for (size_t c = 0; c < classes_.size(); ++c) {
-    const auto files = list_images(fs::path(root) / classes_[c]);
+    const auto files = list_image_files((fs::path(root) / classes_[c]).string());
     if (files.empty()) empty_classes.push_back(classes_[c]);
     paths_.insert(paths_.end(), files.begin(), files.end());
     labels.insert(labels.end(), files.size(), int64_t(c));

@@ -120,6 +120,22 @@ TEST(ImageFolder, LazyEqualsEagerThroughTheLoader) {
   EXPECT_EQ(lazy->get(2)[1].item<int64_t>(), 1);
 }
 
+TEST(ImageFolder, ListImageFilesTakesImageExtensionsInAnyCaseSortedByPath) {
+  // What ImageFolder reads from a class folder, and `ignis predict` from a directory: by
+  // extension alone (the content is not opened), recursively, in byte order of the path.
+  Tree t;
+  write_text(t.dir.path("b_dog/nested/5.JPEG"), "not decoded when listing");
+  write_text(t.dir.path("b_dog/6.gif"), "not an image extension Ignis decodes");
+  const std::vector<std::string> want = {
+      t.dir.path("a_cat/1.PNG"),
+      t.dir.path("a_cat/2.png"),
+      t.dir.path("b_dog/nested/3.jpg"),
+      t.dir.path("b_dog/nested/5.JPEG"),
+      t.dir.path("c_grey/4.png")};
+  EXPECT_EQ(list_image_files(t.root()), want);
+  EXPECT_EQ(list_image_files(t.dir.path("b_dog")), (std::vector<std::string>{want[2], want[3]}));
+}
+
 TEST(ImageFolder, ErrorsNameThePath) {
   TempDir dir;
   EXPECT_THROW_MSG(ImageFolder(dir.path("absent")), IOError, dir.path("absent") + ": expected a directory of class folders, found nothing");

@@ -36,6 +36,10 @@ struct ImageFolderOptions {
   bool eager = true;     ///< decode everything at construction (see above)
 };
 
+/// Every file under dir whose extension is .png, .jpg or .jpeg (any case), found recursively
+/// (following symlinks) and sorted by path: the images ImageFolder reads from a class folder.
+std::vector<std::string> list_image_files(const std::string& dir);
+
 class ImageFolder : public Dataset {
  public:
   explicit ImageFolder(const std::string& root, ImageFolderOptions options = {});
