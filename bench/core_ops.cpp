@@ -5,7 +5,9 @@
 // softmax over the last dim of [4096,4096], sum over dim 0 and dim 1 of [4096,4096], float32
 // matmul 1024x1024x1024, a chain of 10 elementwise ops on [64,512] (per-op overhead) and on
 // [4096,4096] (memory traffic), each op by op and fused into one pass with ignis::fuse,
-// and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the others).
+// batch norm (alone and with a ReLU) on bf16 channels-last activations, forward and
+// backward, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
+// others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
 // the minimal algorithm (inputs read once, outputs written once); FLOPs count arithmetic.
@@ -183,6 +185,44 @@ int main(int argc, char** argv) {
     if (wanted(o, "large_chain_fused"))
       row(o, "large_chain_fused", "10 ops on [4096,4096], fused", fused_bytes * NR * F, 10 * NR,
           [&] { Tensor t = fused_chain(x, y); });
+  }
+  // Batch norm as ResNet-18's first stage runs it under bf16 autocast in channels-last:
+  // [128, 64, 32, 32] bfloat16 with float32 weight, bias and running statistics, a training
+  // forward and the backward of a given gradient (x's gradient reset each time, so nothing
+  // accumulates). "batch_norm_relu" adds the ReLU, fused here and composed in PyTorch.
+  // Minimal bytes per element: forward reads x and writes y; backward reads x and the
+  // gradient (and, with the ReLU, y for its mask) and writes x's gradient.
+  if (wanted(o, "batch_norm_bf16_cl") || wanted(o, "batch_norm_relu_bf16_cl")) {
+    const ignis::Shape shape{128, 64, 32, 32};
+    const double n = 128.0 * 64 * 32 * 32, B = 2;  // bytes per bf16
+    auto cl = [](const Tensor& t) {
+      return t.to(ignis::kBFloat16).contiguous(ignis::MemoryFormat::channels_last);
+    };
+    Tensor x = cl(input(shape, -2, 3)), g = cl(input(shape, 1, -1));
+    Tensor w = input({64}, 0.5, 1.5), b = input({64}, -0.5, 0.5);
+    Tensor rm = ignis::zeros({64}), rv = ignis::ones({64});
+    for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+    auto step = [&](bool relu) {
+      for (Tensor* t : {&x, &w, &b}) t->mutable_grad() = Tensor();
+      Tensor y = relu ? ignis::batch_norm_relu(x, rm, rv, w, b, true)
+                      : ignis::batch_norm(x, rm, rv, w, b, true);
+      y.backward(g);
+    };
+    // Arithmetic per element: statistics 3, normalisation 2, backward sums 4, input grad 5.
+    if (wanted(o, "batch_norm_bf16_cl"))
+      row(o,
+          "batch_norm_bf16_cl",
+          "[128,64,32,32] bf16 channels-last, fwd+bwd",
+          5 * n * B,
+          14 * n,
+          [&] { step(false); });
+    if (wanted(o, "batch_norm_relu_bf16_cl"))
+      row(o,
+          "batch_norm_relu_bf16_cl",
+          "[128,64,32,32] bf16 channels-last, fwd+bwd",
+          6 * n * B,
+          15 * n,
+          [&] { step(true); });
   }
   return 0;
 }

@@ -114,5 +114,32 @@ def main():
         row(name + "_fused", label + ", fused", fused_bytes * n * F, 10 * n,
             lambda: scripted(x, y))
 
+    # The batch-norm rows of core_ops.cpp: bf16 channels-last activations with float32
+    # parameters (as autocast leaves a convolution's output), training forward and backward;
+    # the ReLU row composes relu(batch_norm(x)) as a PyTorch model does.
+    if wanted("batch_norm_bf16_cl") or wanted("batch_norm_relu_bf16_cl"):
+        shape = [128, 64, 32, 32]
+        n, B = 128.0 * 64 * 32 * 32, 2
+        cl = lambda t: t.to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+        x, g = cl(inp(shape, -2, 3)), cl(inp(shape, 1, -1))
+        w, b = inp([64], 0.5, 1.5), inp([64], -0.5, 0.5)
+        rm, rv = torch.zeros(64), torch.ones(64)
+        for t in (x, w, b):
+            t.requires_grad_()
+
+        def step(relu):
+            with torch.enable_grad():
+                for t in (x, w, b):
+                    t.grad = None
+                y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True)
+                if relu:
+                    y = torch.relu(y)
+                y.backward(g)
+
+        label = "[128,64,32,32] bf16 channels-last, fwd+bwd"
+        row("batch_norm_bf16_cl", label, 5 * n * B, 14 * n, lambda: step(False))
+        row("batch_norm_relu_bf16_cl", label, 6 * n * B, 15 * n, lambda: step(True))
+
+
 if __name__ == "__main__":
     main()

@@ -71,7 +71,7 @@ constexpr int64_t kPiece = 512;
 /// double totals.
 template <class T>
 using LoopAcc = std::conditional_t<kIs16Bit<T>, float, double>;
-constexpr int64_t kShortRun = 16;
+constexpr int64_t kShortRun = 64;
 constexpr int64_t kLaneRun = 256;
 
 /// NCHW sums go in kLanes lanes (one per element of an 8-wide step), so the loops vectorise

@@ -8,7 +8,7 @@
 // are float32 (BnParam). Every sum ends in double. The CUDA kernels take every term in
 // double, as for float32 inputs; the CPU loops compute a 16-bit input's per-element terms
 // (deviations, xhat, products, grad_input) in float and sum them in float over short runs
-// (16 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
+// (64 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
 // double (src/cpu/norm.cpp, LoopAcc): a short run's few float roundings (~2^-24 each) are
 // far below the 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for
 // float16), and the float32 parameter gradients keep float32 accuracy, while a float lane

@@ -37,7 +37,7 @@ std::vector<Case> all_cases() {
   // A spatial plane and a channel row both longer than the kernels' staged pieces (512
   // values), with lengths that are not multiples of the 8-value vector steps; and channels of
   // 20480 values, whose float partial sums (Note [Batch norm on 16-bit inputs]) join their
-  // double totals many times: every 256 values per NCHW lane, every 16 channels-last rows,
+  // double totals many times: every 256 values per NCHW lane, every 64 channels-last rows,
   // and in two 64 KiB channels-last blocks.
   for (const Shape& shape : {Shape{2, 3, 23, 25}, Shape{2, 520, 2, 3}, Shape{5, 2, 64, 64}})
     for (DType dtype : {kBFloat16, kFloat16})
