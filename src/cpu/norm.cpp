@@ -7,11 +7,12 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.h"
+#include "cpu/batch_norm_bf16_rows.h"
 #include "cpu/loops.h"
 #include "cpu/vec_convert.h"
 #include "kernels/batch_norm_math.h"
 #include "kernels/row_norm_math.h"
-#include "core/parallel.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
@@ -155,34 +156,41 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
   parallel_chunks(blocks, 1, [&](int64_t k, int64_t b0, int64_t b1) {
     double* n = acc.data() + k * width;
     double *m = n + 1, *q = m + C, *bm = q + C, *bq = bm + C;
-    // run: a short run's sums in A; centre: the block's mean in A.
-    std::vector<A> run(static_cast<size_t>(C)), centre(static_cast<size_t>(C));
-    // tot[c] += the sum over rows [r0, r1) of f(v, centre[c]) for v a row's value of
-    // channel c, taken in A over runs of kShortRun rows.
-    auto sum_rows = [&](int64_t r0, int64_t r1, double* tot, const auto& f) {
+    // run: a short run's sums in A; centre: the block's mean in A (both padded with zeros
+    // for the bf16 row kernels).
+    const size_t padded = size_t(bf16_rows::padded_channels(C));
+    std::vector<A> run(padded), centre(padded);
+    // tot[c] += the sum over rows [r0, r1) of v, or with squares of (v - centre[c])^2, for v
+    // a row's value of channel c, taken in A over runs of kShortRun rows.
+    auto sum_rows = [&](int64_t r0, int64_t r1, double* tot, bool squares) {
       for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
+        const int64_t s1 = std::min(r1, s0 + kShortRun);
         std::fill(run.begin(), run.end(), A(0));
-        for (int64_t r = s0; r < std::min(r1, s0 + kShortRun); ++r)
-          read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
-            A* __restrict__ ro = run.data() + off;
-            const A* __restrict__ co = centre.data() + off;
-            for (int64_t c = 0; c < len; ++c) ro[c] += f(A(v[c]), co[c]);
-          });
-        for (int64_t c = 0; c < C; ++c) tot[c] += double(run[c]);
+        if constexpr (std::is_same_v<T, BFloat16>) {
+          bf16_rows::sums(x + s0 * C, s1 - s0, C, centre.data(), squares, run.data());
+        } else {
+          for (int64_t r = s0; r < s1; ++r)
+            read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
+              A* __restrict__ ro = run.data() + off;
+              const A* __restrict__ co = centre.data() + off;
+              for (int64_t c = 0; c < len; ++c) {
+                const A d = A(v[c]) - co[c];
+                ro[c] += squares ? d * d : A(v[c]);
+              }
+            });
+        }
+        for (int64_t c = 0; c < C; ++c) tot[c] += double(run[size_t(c)]);
       }
     };
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       const double nb = double(r1 - r0);
       for (int64_t c = 0; c < C; ++c) bm[c] = 0, bq[c] = 0;
-      sum_rows(r0, r1, bm, [](A v, A) { return v; });
+      sum_rows(r0, r1, bm, false);
       for (int64_t c = 0; c < C; ++c) bm[c] /= nb, centre[size_t(c)] = A(bm[c]);
       // Squared deviations from the block mean rounded to A: more than those from bm by
       // nb (bm - centre)^2, at most 2^-48 bm^2 per row for float, which is left out.
-      sum_rows(r0, r1, bq, [](A v, A centre_c) {
-        const A d = v - centre_c;
-        return d * d;
-      });
+      sum_rows(r0, r1, bq, true);
       const double n2 = *n + nb, f = nb / n2, g = *n * nb / n2;
       for (int64_t c = 0; c < C; ++c) {
         const double delta = bm[c] - m[c];
@@ -219,6 +227,18 @@ void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
                        [&](int64_t p0, int64_t p1) {
                          for (int64_t p = p0; p < p1; ++p) run(p * len, len, cl ? -1 : p % C);
                        });
+}
+
+/// Whether a 16-bit pass goes to the bf16 channels-last row kernels
+/// (src/cpu/batch_norm_bf16_rows.h): bf16 input, an epilogue they take, channels-last.
+template <BnEpilogue E, class T>
+constexpr bool kBf16Rows = std::is_same_v<T, BFloat16>&& E != BnEpilogue::Gelu;
+
+/// f(r0, r1) over ranges of the rows of C values, in parallel (the row kernels' loop).
+template <class F>
+void parallel_rows(int64_t rows, int64_t C, const F& f) {
+  detail::parallel_for(
+      0, rows, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1)), f);
 }
 
 template <class T, class P = BnParam<T>>
@@ -288,6 +308,16 @@ void batch_norm_forward_apply_16(const BatchNormArgs& a, bool cl, const float* s
   const T* x = ptr<T>(a.input);
   const T* res = ptr<T>(a.residual);
   T* y = ptr<T>(a.output);
+  if constexpr (kBf16Rows<E, T>) {
+    if (cl) {
+      const int64_t C = a.c;
+      parallel_rows(a.n * a.s, C, [&](int64_t r0, int64_t r1) {
+        bf16_rows::forward_apply(
+            E, x + r0 * C, res ? res + r0 * C : nullptr, y + r0 * C, r1 - r0, C, scale, shift);
+      });
+      return;
+    }
+  }
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
     float xb[kPiece], yb[kPiece], rb[kPiece];
     // Raw storage: an array of T would be zeroed on every call (T's bits start at 0).
@@ -355,6 +385,8 @@ void batch_norm_forward(const BatchNormArgs& a) {
   // Eval mode folds the running statistics (save_mean/save_invstd) the same way.
   std::vector<P> scale, shift;
   fold_scale_shift<P>(C, mean, invstd, ptr<P>(a.weight), ptr<P>(a.bias), scale, shift);
+  scale.resize(size_t(bf16_rows::padded_channels(C)));  // zeros past C for the row kernels
+  shift.resize(size_t(bf16_rows::padded_channels(C)));
   switch (a.epilogue) {
     case BnEpilogue::None: return batch_norm_forward_apply_any<BnEpilogue::None, T>(a, cl, scale.data(), shift.data());
     case BnEpilogue::Relu: return batch_norm_forward_apply_any<BnEpilogue::Relu, T>(a, cl, scale.data(), shift.data());
@@ -492,25 +524,43 @@ void batch_norm_grad_sums(
   const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
   const int64_t chunks = chunks_for(rows, grain);
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
+  const int64_t Cp = bf16_rows::padded_channels(C);
   parallel_chunks(rows, grain, [&](int64_t k, int64_t r0, int64_t r1) {
     double* a0 = acc.data() + k * 2 * C;
-    std::vector<A> run(static_cast<size_t>(2 * C));
+    // The run's sums: sg at [0, C), sgx at [Cp, Cp + C), zeros between (row kernels' padding).
+    std::vector<A> run(static_cast<size_t>(2 * Cp));
     for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
+      const int64_t s1 = std::min(r1, s0 + kShortRun);
       std::fill(run.begin(), run.end(), A(0));
-      for (int64_t r = s0; r < std::min(r1, s0 + kShortRun); ++r)
-        pieces(
-            r * C,
+      if constexpr (kBf16Rows<E, T>)
+        bf16_rows::grad_sums(
+            E,
+            x + s0 * C,
+            g + s0 * C,
+            y ? y + s0 * C : nullptr,
+            kStore ? gm_out + s0 * C : nullptr,
+            s1 - s0,
             C,
-            [&](const auto* xp,
-                const auto* gp,
-                const auto* yp,
-                auto* mp,
-                int64_t len,
-                int64_t off) {
-              grad_sums_run<E, kStore, T>(
-                  xp, gp, yp, mp, len, q.at(off), run.data() + off, run.data() + C + off);
-            });
-      for (int64_t j = 0; j < 2 * C; ++j) a0[j] += double(run[size_t(j)]);
+            q.mean.data(),
+            q.invstd.data(),
+            run.data(),
+            run.data() + Cp);
+      else
+        for (int64_t r = s0; r < s1; ++r)
+          pieces(
+              r * C,
+              C,
+              [&](const auto* xp,
+                  const auto* gp,
+                  const auto* yp,
+                  auto* mp,
+                  int64_t len,
+                  int64_t off) {
+                grad_sums_run<E, kStore, T>(
+                    xp, gp, yp, mp, len, q.at(off), run.data() + off, run.data() + Cp + off);
+              });
+      for (int64_t c = 0; c < C; ++c)
+        a0[c] += double(run[size_t(c)]), a0[C + c] += double(run[size_t(Cp + c)]);
     }
   });
   std::vector<double> tot(static_cast<size_t>(2 * C));
@@ -550,6 +600,28 @@ void batch_norm_grad_apply(
     const BatchNormBackwardArgs& a, bool cl, const T* g, const T* y, const GradCoef<A>& q) {
   const T* x = ptr<T>(a.input);
   T* gi = ptr<T>(a.grad_input);
+  if constexpr (kBf16Rows<E, T>) {
+    if (cl) {
+      const int64_t C = a.c;
+      parallel_rows(a.n * a.s, C, [&](int64_t r0, int64_t r1) {
+        const int64_t i0 = r0 * C;
+        bf16_rows::grad_apply(
+            E,
+            x + i0,
+            g + i0,
+            y ? y + i0 : nullptr,
+            gi + i0,
+            r1 - r0,
+            C,
+            q.mean.data(),
+            q.invstd.data(),
+            q.k.data(),
+            q.mg.data(),
+            q.mgx.data());
+      });
+      return;
+    }
+  }
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
     grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, gi + i0, len,
                 [&](const auto* xp, const auto* gp, const auto* yp, auto* gip, int64_t n,
@@ -573,7 +645,10 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
   const size_t width = static_cast<size_t>(C);
   GradCoef<A> q;
+  // Every array zero-padded to padded_channels(C) for the bf16 row kernels.
+  const size_t padded = size_t(bf16_rows::padded_channels(C));
   q.mean.assign(mean, mean + C), q.invstd.assign(invstd, invstd + C);
+  q.mean.resize(padded), q.invstd.resize(padded);
   if constexpr (E == BnEpilogue::Gelu) {
     // The forward's scale and shift, rounded to P as it rounded them.
     std::vector<P> scale, shift;
@@ -595,7 +670,7 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   // statistics terms vanish in eval mode, where they were constants. The coefficients are
   // computed in double and rounded once to A.
   const double count = double(a.n * a.s), keep = a.training ? 1.0 : 0.0;
-  q.k.resize(width), q.mg.resize(width), q.mgx.resize(width);
+  q.k.resize(padded), q.mg.resize(padded), q.mgx.resize(padded);
   for (int64_t c = 0; c < C; ++c) {
     q.k[c] = A(double(invstd[c]) * (w ? double(w[c]) : 1.0));
     q.mg[c] = A(keep * sg[c] / count);
