@@ -32,8 +32,11 @@ echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq "${ROUNDS:-3}"); do
   for threads in 1 2; do
     # OMP_NUM_THREADS too, so neither side starts a larger pool than it will use.
-    OMP_NUM_THREADS=$threads "$ignis_bin" --threads "$threads" "$@" | tee -a "$out"
-    OMP_NUM_THREADS=$threads "${torch_env[@]}" "$python" "$here/core_ops.py" --threads "$threads" "$@" |
+    # Both on the same cores (pin_cpus, torch_env.sh).
+    # shellcheck disable=SC2046  # pin_cpus prints words meant to split
+    OMP_NUM_THREADS=$threads $(pin_cpus "$threads") "$ignis_bin" --threads "$threads" "$@" | tee -a "$out"
+    # shellcheck disable=SC2046
+    OMP_NUM_THREADS=$threads $(pin_cpus "$threads") "${torch_env[@]}" "$python" "$here/core_ops.py" --threads "$threads" "$@" |
       tee -a "$out"
   done
 done

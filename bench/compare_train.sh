@@ -31,8 +31,11 @@ echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq "${ROUNDS:-1}"); do
   for threads in ${THREADS:-1 2}; do
     for row in $rows; do
-      OMP_NUM_THREADS=$threads "$ignis_bin" --threads "$threads" --only "$row" "$@" | tee -a "$out"
-      OMP_NUM_THREADS=$threads "${torch_env[@]}" "$python" "$here/train_models.py" \
+      # shellcheck disable=SC2046  # pin_cpus prints words meant to split
+      OMP_NUM_THREADS=$threads $(pin_cpus "$threads") "$ignis_bin" --threads "$threads" \
+        --only "$row" "$@" | tee -a "$out"
+      # shellcheck disable=SC2046
+      OMP_NUM_THREADS=$threads $(pin_cpus "$threads") "${torch_env[@]}" "$python" "$here/train_models.py" \
         --threads "$threads" --only "$row" "$@" | tee -a "$out"
     done
   done

@@ -5,7 +5,11 @@
 # OpenBLAS does not know the CPU and picks kernels with narrower vectors than the CPU has
 # (Note [Choosing the sgemm library], src/cpu/sgemm_library.cpp), OPENBLAS_CORETYPE gives
 # PyTorch the right ones (IGNIS_TORCH_CORETYPE=default leaves OpenBLAS's own choice).
-# Also sets `openblas_dir`, which the scripts check the PyTorch process really loaded.
+# On a CPU with AVX-512, ATEN_CPU_CAPABILITY=avx512 gives PyTorch its AVX-512 kernels, which
+# Debian's build carries but does not pick by default (it reports "CPU capability usage:
+# AVX2"); IGNIS_TORCH_CAPABILITY=default leaves its own choice.
+# Also sets `openblas_dir`, which the scripts check the PyTorch process really loaded, and
+# defines pin_cpus (below).
 python="${IGNIS_PYTHON:-/usr/bin/python3}"
 arch_lib=/usr/lib/x86_64-linux-gnu
 openblas_dir="$arch_lib/openblas-openmp"
@@ -33,3 +37,20 @@ if [[ -n "$wanted_core" && "${IGNIS_TORCH_CORETYPE:-}" != default ]]; then
   echo "# PyTorch's OpenBLAS picked $openblas_core kernels on this CPU; it runs with" \
     "OPENBLAS_CORETYPE=${IGNIS_TORCH_CORETYPE:-$wanted_core}" >&2
 fi
+if [[ "$cpu_flags" == *" avx512f "* && "${IGNIS_TORCH_CAPABILITY:-}" != default ]]; then
+  torch_env+=("ATEN_CPU_CAPABILITY=${IGNIS_TORCH_CAPABILITY:-avx512}")
+  echo "# PyTorch runs with ATEN_CPU_CAPABILITY=${IGNIS_TORCH_CAPABILITY:-avx512}" >&2
+fi
+
+# pin_cpus N prints the command prefix (taskset -c 0-(N-1)) that keeps a run of N threads on
+# the first N CPUs, so that both engines of a comparison run on the same cores: a virtual
+# machine's vCPUs can differ in speed (on one 2-vCPU machine the second ran a memory-bound
+# kernel 1.5x slower than the first), and an unpinned process lands on either. Prints
+# nothing when N covers every CPU, when taskset is missing, or with IGNIS_BENCH_PIN=0.
+pin_cpus() {
+  local n=$1
+  if [[ "${IGNIS_BENCH_PIN:-1}" != 0 ]] && command -v taskset >/dev/null &&
+    ((n < $(nproc))); then
+    echo "taskset -c 0-$((n - 1))"
+  fi
+}
