@@ -9,11 +9,11 @@
 // double, as for float32 inputs; the CPU loops compute a 16-bit input's per-element terms
 // (deviations, xhat, products, grad_input) in float and sum them in float over short runs
 // (64 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
-// double (src/cpu/norm.cpp, LoopAcc): a short run's few float roundings (~2^-24 each) are
-// far below the 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for
-// float16), and the float32 parameter gradients keep float32 accuracy, while a float lane
-// is half as wide as a double one and needs no conversion, so the 16-bit passes run about
-// twice as fast.
+// double (src/cpu/norm.cpp, LoopAcc; bf16 channels-last through src/cpu/batch_norm_bf16_rows.h):
+// a short run's float sum (at most 64 roundings of ~2^-24 each) errs far less than the
+// 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for float16), and the
+// float32 parameter gradients keep float32 accuracy, while a float lane holds twice the
+// values of a double one and needs no conversion.
 #pragma once
 
 #include "kernels/host_device.h"
