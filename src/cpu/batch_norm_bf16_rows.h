@@ -22,8 +22,9 @@ namespace ignis::cpu::bf16_rows {
 /// C rounded up to a multiple of the widest vector (16 floats).
 inline int64_t padded_channels(int64_t C) { return (C + 15) / 16 * 16; }
 
-/// Whether these kernels take epilogue e (the GELU epilogue stays on the staged path).
-inline bool handles(kernels::BnEpilogue e) { return e != kernels::BnEpilogue::Gelu; }
+/// Whether these kernels take epilogue e (the GELU epilogue stays on the staged path); the
+/// entry points below take only these.
+constexpr bool handles(kernels::BnEpilogue e) { return e != kernels::BnEpilogue::Gelu; }
 
 /// y = epilogue(x * scale + shift [, res]) as batch_norm_output_16 computes it, over rows.
 void forward_apply(

@@ -232,7 +232,7 @@ void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
 /// Whether a 16-bit pass goes to the bf16 channels-last row kernels
 /// (src/cpu/batch_norm_bf16_rows.h): bf16 input, an epilogue they take, channels-last.
 template <BnEpilogue E, class T>
-constexpr bool kBf16Rows = std::is_same_v<T, BFloat16>&& E != BnEpilogue::Gelu;
+constexpr bool kBf16Rows = std::is_same_v<T, BFloat16> && bf16_rows::handles(E);
 
 /// f(r0, r1) over ranges of the rows of C values, in parallel (the row kernels' loop).
 template <class F>
