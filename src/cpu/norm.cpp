@@ -73,6 +73,13 @@ constexpr int64_t kPiece = 512;
 template <class T>
 using LoopAcc = std::conditional_t<kIs16Bit<T>, float, double>;
 constexpr int64_t kShortRun = 64;
+
+/// Rows per run for loop type A out of a range of `all` rows: kShortRun for float; the whole
+/// range for double, whose sums need no runs (so float32 and float64 inputs sum as one run).
+template <class A>
+int64_t run_rows(int64_t all) {
+  return std::is_same_v<A, float> ? kShortRun : std::max<int64_t>(all, 1);
+}
 constexpr int64_t kLaneRun = 256;
 
 /// NCHW sums go in kLanes lanes (one per element of an 8-wide step), so the loops vectorise
@@ -161,24 +168,30 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
     const size_t padded = size_t(bf16_rows::padded_channels(C));
     std::vector<A> run(padded), centre(padded);
     // tot[c] += the sum over rows [r0, r1) of v, or with squares of (v - centre[c])^2, for v
-    // a row's value of channel c, taken in A over runs of kShortRun rows.
+    // a row's value of channel c, taken in A over runs of run_rows<A> rows.
     auto sum_rows = [&](int64_t r0, int64_t r1, double* tot, bool squares) {
-      for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
-        const int64_t s1 = std::min(r1, s0 + kShortRun);
+      // The staged loop, with the term chosen outside it.
+      auto add_rows = [&](int64_t s0, int64_t s1, const auto& term) {
+        for (int64_t r = s0; r < s1; ++r)
+          read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
+            A* __restrict__ ro = run.data() + off;
+            const A* __restrict__ co = centre.data() + off;
+            for (int64_t c = 0; c < len; ++c) ro[c] += term(A(v[c]), co[c]);
+          });
+      };
+      const int64_t step = run_rows<A>(r1 - r0);
+      for (int64_t s0 = r0; s0 < r1; s0 += step) {
+        const int64_t s1 = std::min(r1, s0 + step);
         std::fill(run.begin(), run.end(), A(0));
-        if constexpr (std::is_same_v<T, BFloat16>) {
+        if constexpr (std::is_same_v<T, BFloat16>)
           bf16_rows::sums(x + s0 * C, s1 - s0, C, centre.data(), squares, run.data());
-        } else {
-          for (int64_t r = s0; r < s1; ++r)
-            read_pieces(x + r * C, C, [&](const auto* v, int64_t len, int64_t off) {
-              A* __restrict__ ro = run.data() + off;
-              const A* __restrict__ co = centre.data() + off;
-              for (int64_t c = 0; c < len; ++c) {
-                const A d = A(v[c]) - co[c];
-                ro[c] += squares ? d * d : A(v[c]);
-              }
-            });
-        }
+        else if (squares)
+          add_rows(s0, s1, [](A v, A centre_c) {
+            const A d = v - centre_c;
+            return d * d;
+          });
+        else
+          add_rows(s0, s1, [](A v, A) { return v; });
         for (int64_t c = 0; c < C; ++c) tot[c] += double(run[size_t(c)]);
       }
     };
@@ -229,8 +242,8 @@ void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
                        });
 }
 
-/// Whether a 16-bit pass goes to the bf16 channels-last row kernels
-/// (src/cpu/batch_norm_bf16_rows.h): bf16 input, an epilogue they take, channels-last.
+/// Whether a pass on a channels-last input goes to the bf16 row kernels
+/// (src/cpu/batch_norm_bf16_rows.h): a bf16 input with an epilogue they take.
 template <BnEpilogue E, class T>
 constexpr bool kBf16Rows = std::is_same_v<T, BFloat16> && bf16_rows::handles(E);
 
@@ -519,7 +532,7 @@ void batch_norm_grad_sums(
     });
     return;
   }
-  // Channels-last: per chunk of rows, sums in A over runs of kShortRun rows, each run's
+  // Channels-last: per chunk of rows, sums in A over runs of run_rows<A> rows, each run's
   // joining the chunk's double totals.
   const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
   const int64_t chunks = chunks_for(rows, grain);
@@ -529,8 +542,9 @@ void batch_norm_grad_sums(
     double* a0 = acc.data() + k * 2 * C;
     // The run's sums: sg at [0, C), sgx at [Cp, Cp + C), zeros between (row kernels' padding).
     std::vector<A> run(static_cast<size_t>(2 * Cp));
-    for (int64_t s0 = r0; s0 < r1; s0 += kShortRun) {
-      const int64_t s1 = std::min(r1, s0 + kShortRun);
+    const int64_t step = run_rows<A>(r1 - r0);
+    for (int64_t s0 = r0; s0 < r1; s0 += step) {
+      const int64_t s1 = std::min(r1, s0 + step);
       std::fill(run.begin(), run.end(), A(0));
       if constexpr (kBf16Rows<E, T>)
         bf16_rows::grad_sums(

@@ -35,7 +35,8 @@ struct Case {
 std::vector<Case> all_cases() {
   std::vector<Case> r;
   // A spatial plane and a channel row both longer than the kernels' staged pieces (512
-  // values), with lengths that are not multiples of the 8-value vector steps; and channels of
+  // values), with lengths that are not multiples of the 8-value vector steps (and channel
+  // counts, 3 and 520, that leave the bf16 row kernels a partial 16-lane vector); and channels of
   // 20480 values, whose float partial sums (Note [Batch norm on 16-bit inputs]) join their
   // double totals many times: every 256 values per NCHW lane, every 64 channels-last rows,
   // and in two 64 KiB channels-last blocks.
