@@ -8,16 +8,18 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
+#include "core/parallel.h"
 #include "cpu/loops.h"
 #include "cpu/reduce_engine.h"  // cpu_has_avx2
-#include "core/parallel.h"
-#include "ops/nn_common.h"  // is_channels_last
+#include "ops/nn_common.h"      // is_channels_last
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
@@ -40,14 +42,16 @@ template <class T, class U, class F>
 void for_planes(const Tensor& a, const Tensor& b, const F& f) {
   const int64_t n = a.size(0), c = a.size(1);
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, a.size(2) * a.size(3)));
+  // The strides are read once here: Tensor::stride checks its argument, and a small plane
+  // (ResNet's last 4x4 maps: 65,536 planes a batch) costs about as much as that check.
+  const Shape &sa = a.strides(), &sb = b.strides();
+  T* const a0 = static_cast<T*>(a.data_ptr());
+  U* const b0 = static_cast<U*>(b.data_ptr());
   detail::parallel_for(0, n * c, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t pi = p0; pi < p1; ++pi) {
       const int64_t i = pi / c, j = pi % c;
-      Plane<T> pa{static_cast<T*>(a.data_ptr()) + i * a.stride(0) + j * a.stride(1), a.stride(2),
-                  a.stride(3)};
-      Plane<U> pb{static_cast<U*>(b.data_ptr()) + i * b.stride(0) + j * b.stride(1), b.stride(2),
-                  b.stride(3)};
-      f(pa, pb);
+      f(Plane<T>{a0 + i * sa[0] + j * sa[1], sa[2], sa[3]},
+        Plane<U>{b0 + i * sb[0] + j * sb[1], sb[2], sb[3]});
     }
   });
 }
@@ -392,8 +396,78 @@ void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
 int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
 int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
+/// Whether both tensors hold channels contiguously (channels-last), so the adaptive pools can
+/// take a pixel's C values as one vector instead of C planes of strided reads.
+bool channels_inner(const Tensor& a, const Tensor& b) {
+  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
+}
+
+/// Adaptive average pooling over channels-last tensors: for each output pixel, the window's
+/// pixels summed as rows of C contiguous values, in double and in the plane loop's (h, w)
+/// order, so the result is the plane loop's to the bit.
+template <class T>
+void adaptive_forward_cl(const Tensor& in, const Tensor& out) {
+  const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
+  const int64_t Ho = out.size(2), Wo = out.size(3);
+  const Shape &si = in.strides(), &so = out.strides();
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(
+      1, detail::kGrainSize / std::max<int64_t>(1, C * H * W / std::max<int64_t>(1, Ho * Wo)));
+  detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t p0, int64_t p1) {
+    std::vector<double> sum(static_cast<size_t>(C));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p / (Ho * Wo), oh = p / Wo % Ho, ow = p % Wo;
+      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
+      const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t w = w0; w < w1; ++w) {
+          const T* row = x + n * si[0] + h * si[2] + w * si[3];
+          for (int64_t c = 0; c < C; ++c) sum[size_t(c)] += double(row[c]);
+        }
+      const double count = double((h1 - h0) * (w1 - w0));
+      T* o = y + n * so[0] + oh * so[2] + ow * so[3];
+      for (int64_t c = 0; c < C; ++c) o[c] = T(sum[size_t(c)] / count);
+    }
+  });
+}
+
+/// The backward of adaptive_forward_cl: each image's gradient zeroed, then every output
+/// pixel's share added to its window in (oh, ow) order, as the plane loop adds them.
+template <class T>
+void adaptive_backward_cl(const Tensor& go, const Tensor& gi) {
+  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
+  const int64_t Ho = go.size(2), Wo = go.size(3);
+  const Shape &sg = go.strides(), &sd = gi.strides();
+  const T* g = static_cast<const T*>(go.data_ptr());
+  T* d = static_cast<T*>(gi.data_ptr());
+  detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
+    std::vector<T> share(static_cast<size_t>(C));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) std::fill_n(d + n * sd[0] + h * sd[2] + w * sd[3], C, T(0));
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+          const double count = double((h1 - h0) * (w1 - w0));
+          const T* gr = g + n * sg[0] + oh * sg[2] + ow * sg[3];
+          for (int64_t c = 0; c < C; ++c) share[size_t(c)] = T(double(gr[c]) / count);
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) {
+              T* row = d + n * sd[0] + h * sd[2] + w * sd[3];
+              for (int64_t c = 0; c < C; ++c) row[c] += share[size_t(c)];
+            }
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void adaptive_forward(const Tensor& in, const Tensor& out) {
+  if (channels_inner(in, out)) return adaptive_forward_cl<T>(in, out);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh) {
@@ -411,6 +485,7 @@ void adaptive_forward(const Tensor& in, const Tensor& out) {
 
 template <class T>
 void adaptive_backward(const Tensor& go, const Tensor& gi) {
+  if (channels_inner(gi, go)) return adaptive_backward_cl<T>(go, gi);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)

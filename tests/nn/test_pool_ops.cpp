@@ -199,6 +199,17 @@ TEST(Pool2d, AdaptiveAvgMatchesStartEndFormula) {
         ASSERT_EQ(o.sizes(), os);
         EXPECT_TRUE(all_close(o, out, tol, tol));
         EXPECT_TRUE(all_close(detail::adaptive_avg_pool2d_backward(make_nchw(go, os, dtype, cl), tx), gi, tol, tol));
+        if (cl) {  // the channels-last loops sum in the plane loops' order: equal to the bit
+          const Tensor px = make_nchw(x, xs, dtype, false), pg = make_nchw(go, os, dtype, false);
+          EXPECT_EQ(
+              o.to(kFloat64).to_vector<double>(),
+              detail::adaptive_avg_pool2d_forward(px, {oh, ow}).to(kFloat64).to_vector<double>());
+          EXPECT_EQ(
+              detail::adaptive_avg_pool2d_backward(make_nchw(go, os, dtype, cl), tx)
+                  .to(kFloat64)
+                  .to_vector<double>(),
+              detail::adaptive_avg_pool2d_backward(pg, px).to(kFloat64).to_vector<double>());
+        }
       }
 }
 
