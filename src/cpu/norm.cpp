@@ -391,7 +391,7 @@ template <class T>
 void batch_norm_forward(const BatchNormArgs& a) {
   using P = BnParam<T>;
   const int64_t C = a.c;
-  const bool cl = detail::is_channels_last(a.input);
+  const bool cl = detail::batch_norm_walks_rows(a.input, a.s);
   P* mean = ptr<P>(a.save_mean);
   P* invstd = ptr<P>(a.save_invstd);
   if (a.training) batch_norm_forward_stats<T>(a, cl, mean, invstd);
@@ -655,7 +655,7 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   using P = BnParam<T>;
   using A = LoopAcc<T>;
   const int64_t C = a.c;
-  const bool cl = detail::is_channels_last(a.input);
+  const bool cl = detail::batch_norm_walks_rows(a.input, a.s);
   const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
   const size_t width = static_cast<size_t>(C);
   GradCoef<A> q;

@@ -277,7 +277,7 @@ template <class T, class I>
 void batch_norm_forward(const BatchNormArgs& a) {
   using P = BnParam<T>;
   LaunchOn on(a.input.device());
-  const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
+  const ChannelView v{a.n, a.c, a.s, ignis::detail::batch_norm_walks_rows(a.input, a.s)};
   const int64_t splits = a.training ? splits_for(v.cl ? channel_tiles(a.c) : a.c, a.n * a.s) : 1;
   Tensor partial =
       ignis::detail::make_tensor({a.training ? a.c * splits * 3 : 1}, kFloat64, a.input.device());
@@ -409,7 +409,7 @@ template <class T, class I>
 void batch_norm_backward(const BatchNormBackwardArgs& a) {
   using P = BnParam<T>;
   LaunchOn on(a.input.device());
-  const ChannelView v{a.n, a.c, a.s, ignis::detail::is_channels_last(a.input)};
+  const ChannelView v{a.n, a.c, a.s, ignis::detail::batch_norm_walks_rows(a.input, a.s)};
   const int64_t count = a.n * a.s, splits = splits_for(v.cl ? channel_tiles(a.c) : a.c, count);
   Tensor partial = ignis::detail::make_tensor({a.c * splits * 2}, kFloat64, a.input.device());
   Tensor coef = ignis::detail::make_tensor({3 * a.c}, kFloat64, a.input.device());

@@ -19,6 +19,15 @@ inline bool is_channels_last(const Tensor& t) {
          is_channels_last_contiguous_layout(t.sizes(), t.strides());
 }
 
+/// Whether the batch-norm kernels walk `input` (a kernel's argument, already in the layout the
+/// front end chose; `spatial` values per channel and sample) as rows of C channels: a
+/// channels-last tensor, or one with a single value per channel and sample (BatchNorm1d's
+/// [N, C]), whose contiguous layout is those rows already ((n*C + c)*1 = n*C + c). The NCHW
+/// walk would take such an input one value per channel at a time, with stride C.
+inline bool batch_norm_walks_rows(const Tensor& input, int64_t spatial) {
+  return spatial == 1 || is_channels_last(input);
+}
+
 /// A new uninitialised tensor of logical shape `shape` (4-D when channels_last).
 inline Tensor empty_in_layout(const Shape& shape, DType dtype, Device device, bool channels_last) {
   return make_tensor_in_format(

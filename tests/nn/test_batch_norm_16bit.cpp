@@ -40,12 +40,14 @@ std::vector<Case> all_cases() {
   // 20480 values, whose float partial sums (Note [Batch norm on 16-bit inputs]) join their
   // double totals many times: every 256 values per NCHW lane, every 64 channels-last rows,
   // and in two 64 KiB channels-last blocks.
-  for (const Shape& shape : {Shape{2, 3, 23, 25}, Shape{2, 520, 2, 3}, Shape{5, 2, 64, 64}})
+  // BatchNorm1d's [N, C] (no channels-last form) runs the channels-last row walk as well.
+  for (const Shape& shape :
+       {Shape{2, 3, 23, 25}, Shape{2, 520, 2, 3}, Shape{5, 2, 64, 64}, Shape{300, 21}})
     for (DType dtype : {kBFloat16, kFloat16})
       for (bool training : {true, false})
         for (bool cl : {false, true})
           for (BnEpilogue e : {BnEpilogue::None, BnEpilogue::Relu, BnEpilogue::AddRelu})
-            r.push_back({dtype, training, cl, e, shape});
+            if (!cl || shape.size() == 4) r.push_back({dtype, training, cl, e, shape});
   return r;
 }
 
@@ -96,7 +98,7 @@ TEST(BatchNorm16Bit, MatchesAFloat64ReferenceOfTheRoundedInputs) {
 
     ASSERT_EQ(out.dtype(), k.dtype);
     EXPECT_EQ(detail::is_channels_last(out), k.cl);
-    const int64_t N = k.shape[0], C = k.shape[1], S = k.shape[2] * k.shape[3];
+    const int64_t N = k.shape[0], C = k.shape[1], S = numel_of(k.shape) / (N * C);
     const double count = double(N * S);
     auto at = [&](int64_t n, int64_t c, int64_t s) { return size_t((n * C + c) * S + s); };
     // Reference statistics from the rounded inputs (or the running ones in eval mode).
@@ -166,8 +168,11 @@ TEST(BatchNorm16Bit, MatchesAFloat64ReferenceOfTheRoundedInputs) {
 }
 
 TEST(BatchNorm16Bit, RunningStatisticsEqualTheFloat32Paths) {
-  // The same values in float32: the statistics are the same double sums, so the running
-  // statistics and the normalised output agree to float32 rounding.
+  // The same values in float32: the statistics are double sums of the same values (the
+  // 16-bit path's short float runs err far below float32's rounding), so the running
+  // statistics agree to float32 rounding, and the normalised outputs to one 16-bit rounding:
+  // the 16-bit path forms x * scale + shift in float and the float32 path in double, so a
+  // value on a 16-bit rounding boundary may round either way.
   for (const Case& k : all_cases()) {
     if (!k.training || k.epilogue != BnEpilogue::None) continue;
     SCOPED_TRACE(k.name());
@@ -176,7 +181,7 @@ TEST(BatchNorm16Bit, RunningStatisticsEqualTheFloat32Paths) {
     const Tensor y16 = run(k, lo), y32 = run(k, hi);
     EXPECT_TRUE(all_close(lo.rm, values_of(hi.rm), 1e-6, 1e-7));
     EXPECT_TRUE(all_close(lo.rv, values_of(hi.rv), 1e-6, 1e-7));
-    EXPECT_TRUE(all_close(y16, values_of(y32.to(k.dtype)), 0, 0));
+    EXPECT_TRUE(all_close(y16, values_of(y32.to(k.dtype)), 2 * unit(k.dtype), 0));
   }
 }
 

@@ -26,47 +26,55 @@ Stats stats(const std::vector<double>& x, int64_t keys, const Key& key) {
 }
 
 TEST(BatchNorm, TrainingRunningStatsAndEval) {
-  const int64_t N = 3, C = 4, H = 3, W = 2, S = H * W;
-  for (DType dtype : {kFloat32, kFloat64})
-    for (bool cl : {false, true}) {
-      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dtype), cl));
-      const double tol = dtype == kFloat64 ? 1e-10 : 1e-4, eps = 1e-5, mom = 0.1;
-      const auto w = random_values(C, 0.5, 1.5, 1), b = random_values(C, -1, 1, 2);
-      Tensor rm = zeros({C}, dtype), rv = ones({C}, dtype);
-      std::vector<double> erm(C, 0.0), erv(C, 1.0);
-      for (int call = 0; call < 3; ++call) {
-        const auto x = random_values(N * C * S, -2, 3, 10 + call);
-        auto key = [&](size_t i) { return (int64_t(i) / S) % C; };
-        const Stats st = stats(x, C, key);
-        std::vector<double> y(x.size());
-        for (size_t i = 0; i < x.size(); ++i)
-          y[i] = (x[i] - st.mean[key(i)]) / std::sqrt(st.var[key(i)] + eps) * w[key(i)] + b[key(i)];
-        for (int64_t c = 0; c < C; ++c) {
-          erm[c] = (1 - mom) * erm[c] + mom * st.mean[c];
-          erv[c] = (1 - mom) * erv[c] + mom * st.var[c] * double(N * S) / double(N * S - 1);
+  // [N, C, 3, 2] in NCHW and channels-last, and BatchNorm1d's [N, C] (one value per channel
+  // and sample, walked as rows of C like channels-last).
+  for (const Shape& xs : {Shape{3, 4, 3, 2}, Shape{40, 4}})
+    for (DType dtype : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) {
+        if (cl && xs.size() != 4) continue;
+        const int64_t N = xs[0], C = xs[1], S = numel_of(xs) / (N * C);
+        SCOPED_TRACE(fmt::format("{} {} {}", detail::shape_str(xs), dtype_name(dtype), cl));
+        const double tol = dtype == kFloat64 ? 1e-10 : 1e-4, eps = 1e-5, mom = 0.1;
+        const auto w = random_values(C, 0.5, 1.5, 1), b = random_values(C, -1, 1, 2);
+        Tensor rm = zeros({C}, dtype), rv = ones({C}, dtype);
+        std::vector<double> erm(C, 0.0), erv(C, 1.0);
+        for (int call = 0; call < 3; ++call) {
+          const auto x = random_values(N * C * S, -2, 3, 10 + call);
+          auto key = [&](size_t i) { return (int64_t(i) / S) % C; };
+          const Stats st = stats(x, C, key);
+          std::vector<double> y(x.size());
+          for (size_t i = 0; i < x.size(); ++i)
+            y[i] =
+                (x[i] - st.mean[key(i)]) / std::sqrt(st.var[key(i)] + eps) * w[key(i)] + b[key(i)];
+          for (int64_t c = 0; c < C; ++c) {
+            erm[c] = (1 - mom) * erm[c] + mom * st.mean[c];
+            erv[c] = (1 - mom) * erv[c] + mom * st.var[c] * double(N * S) / double(N * S - 1);
+          }
+          const Tensor tx = make_nchw(x, xs, dtype, cl);
+          const auto r = detail::batch_norm_forward(
+              tx, make_input(w, {C}, dtype), make_input(b, {C}, dtype), rm, rv, true, mom, eps);
+          EXPECT_EQ(detail::is_channels_last(r.output), cl);
+          EXPECT_TRUE(all_close(r.output, y, tol, tol));
+          EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "running_mean after call " << call;
+          EXPECT_TRUE(all_close(rv, erv, tol, tol)) << "running_var after call " << call;
         }
-        const Tensor tx = make_nchw(x, {N, C, H, W}, dtype, cl);
-        const auto r = detail::batch_norm_forward(tx, make_input(w, {C}, dtype), make_input(b, {C}, dtype), rm, rv, true, mom, eps);
-        EXPECT_EQ(detail::is_channels_last(r.output), cl);
+        // Eval: normalised with the running statistics; gradient = g * w / sqrt(rv + eps).
+        const auto x = random_values(N * C * S, -2, 3, 50), g = random_values(N * C * S, -1, 1, 51);
+        std::vector<double> y(x.size()), gi(x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+          const int64_t c = (int64_t(i) / S) % C;
+          y[i] = (x[i] - erm[c]) / std::sqrt(erv[c] + eps) * w[c] + b[c];
+          gi[i] = g[i] * w[c] / std::sqrt(erv[c] + eps);
+        }
+        const Tensor tx = make_nchw(x, xs, dtype, cl), tw = make_input(w, {C}, dtype);
+        const auto r =
+            detail::batch_norm_forward(tx, tw, make_input(b, {C}, dtype), rm, rv, false, mom, eps);
         EXPECT_TRUE(all_close(r.output, y, tol, tol));
-        EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "running_mean after call " << call;
-        EXPECT_TRUE(all_close(rv, erv, tol, tol)) << "running_var after call " << call;
+        EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "eval must not update running stats";
+        const auto gr = detail::batch_norm_backward(
+            make_nchw(g, xs, dtype, cl), tx, tw, r.save_mean, r.save_invstd, false);
+        EXPECT_TRUE(all_close(gr.input, gi, tol, tol));
       }
-      // Eval: normalised with the running statistics; gradient = g * w / sqrt(rv + eps).
-      const auto x = random_values(N * C * S, -2, 3, 50), g = random_values(N * C * S, -1, 1, 51);
-      std::vector<double> y(x.size()), gi(x.size());
-      for (size_t i = 0; i < x.size(); ++i) {
-        const int64_t c = (int64_t(i) / S) % C;
-        y[i] = (x[i] - erm[c]) / std::sqrt(erv[c] + eps) * w[c] + b[c];
-        gi[i] = g[i] * w[c] / std::sqrt(erv[c] + eps);
-      }
-      const Tensor tx = make_nchw(x, {N, C, H, W}, dtype, cl), tw = make_input(w, {C}, dtype);
-      const auto r = detail::batch_norm_forward(tx, tw, make_input(b, {C}, dtype), rm, rv, false, mom, eps);
-      EXPECT_TRUE(all_close(r.output, y, tol, tol));
-      EXPECT_TRUE(all_close(rm, erm, tol, tol)) << "eval must not update running stats";
-      const auto gr = detail::batch_norm_backward(make_nchw(g, {N, C, H, W}, dtype, cl), tx, tw, r.save_mean, r.save_invstd, false);
-      EXPECT_TRUE(all_close(gr.input, gi, tol, tol));
-    }
 }
 
 /// Finite-difference check of one norm op in float64: f(x, w, b) and its backward.
@@ -95,6 +103,20 @@ TEST(BatchNorm, TrainingGradientMatchesFiniteDifferences) {
              },
              {2, 3, 2, 3}, {3}, cl);
   }
+  // BatchNorm1d's [N, C]: the row walk of channels-last, on a contiguous input.
+  check_fd(
+      [](const std::vector<Tensor>& t) {
+        return detail::batch_norm_forward(t[0], t[1], t[2], Tensor(), Tensor(), true, 0.1, 1e-5)
+            .output;
+      },
+      [](const Tensor& g, const std::vector<Tensor>& t) {
+        const auto r =
+            detail::batch_norm_forward(t[0], t[1], t[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+        return detail::batch_norm_backward(g, t[0], t[1], r.save_mean, r.save_invstd, true);
+      },
+      {7, 5},
+      {5},
+      false);
 }
 
 TEST(LayerNorm, ForwardAndGradients) {
