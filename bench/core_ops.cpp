@@ -6,7 +6,7 @@
 // matmul 1024x1024x1024, a chain of 10 elementwise ops on [64,512] (per-op overhead) and on
 // [4096,4096] (memory traffic), each op by op and fused into one pass with ignis::fuse,
 // batch norm (alone and with a ReLU) on bf16 channels-last activations, forward and
-// backward, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
+// backward, BatchNorm1d on [4096,512] float32, forward and backward, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
 // others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
@@ -223,6 +223,18 @@ int main(int argc, char** argv) {
           6 * n * B,
           15 * n,
           [&] { step(true); });
+  }
+  // BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
+  if (wanted(o, "batch_norm_1d")) {
+    const double n = 4096.0 * 512, B = 4;
+    Tensor x = input({4096, 512}, -2, 3), g = input({4096, 512}, 1, -1);
+    Tensor w = input({512}, 0.5, 1.5), b = input({512}, -0.5, 0.5);
+    Tensor rm = ignis::zeros({512}), rv = ignis::ones({512});
+    for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+    row(o, "batch_norm_1d", "[4096,512] f32, fwd+bwd", 5 * n * B, 14 * n, [&] {
+      for (Tensor* t : {&x, &w, &b}) t->mutable_grad() = Tensor();
+      ignis::batch_norm(x, rm, rv, w, b, true).backward(g);
+    });
   }
   return 0;
 }

@@ -140,6 +140,23 @@ def main():
         row("batch_norm_bf16_cl", label, 5 * n * B, 14 * n, lambda: step(False))
         row("batch_norm_relu_bf16_cl", label, 6 * n * B, 15 * n, lambda: step(True))
 
+    # BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
+    if wanted("batch_norm_1d"):
+        n, B = 4096.0 * 512, 4
+        x, g = inp([4096, 512], -2, 3), inp([4096, 512], 1, -1)
+        w, b = inp([512], 0.5, 1.5), inp([512], -0.5, 0.5)
+        rm, rv = torch.zeros(512), torch.ones(512)
+        for t in (x, w, b):
+            t.requires_grad_()
+
+        def step_1d():
+            with torch.enable_grad():
+                for t in (x, w, b):
+                    t.grad = None
+                torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True).backward(g)
+
+        row("batch_norm_1d", "[4096,512] f32, fwd+bwd", 5 * n * B, 14 * n, step_1d)
+
 
 if __name__ == "__main__":
     main()
