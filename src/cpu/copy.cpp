@@ -1,5 +1,6 @@
 // CPU kernels that move or make values without arithmetic: converting copy, fill, where,
 // and the arange/linspace ranges.
+#include <algorithm>
 #include <cstring>
 
 #include "core/dispatch.h"
@@ -11,9 +12,75 @@ namespace ignis::cpu {
 namespace {
 using kernels::convert;
 
+// Note [Transposing copies]
+// A copy whose output runs contiguously along one dim and whose input runs contiguously along
+// another (x.transpose(0, 1).contiguous(), NCHW <-> channels-last conversions) walks the
+// input with a large stride: every element read lands in a different cache line and, past a
+// few KiB of stride, a different page. Such a copy goes in square tiles instead: the kTile
+// input lines a tile reads stay in L1 while the tile's kTile rows are written, so each line
+// is fetched once. The plan's two innermost dims are the pair (make_plan_memory_order puts
+// the output's unit-stride dim last; the input's unit-stride dim must be the one before it),
+// each tile's input read into a small buffer and written out from there (copy_transposed).
+
+/// Tile edge of a transposing copy: 32 values are two to four cache lines of the output rows,
+/// and 32 input lines fit in L1 with room to spare.
+constexpr int64_t kTile = 32;
+
+/// Whether plan p is a transposing copy: its output's unit-stride dim is the innermost and
+/// its input's the one outside it, both at least a tile long.
+bool is_transposing_copy(const ElementwisePlan& p) {
+  if (p.ndim < 2) return false;
+  const int inner = p.ndim - 1, outer = p.ndim - 2;
+  return p.strides[0][inner] == 1 && p.strides[1][outer] == 1 && p.strides[1][inner] != 1 &&
+         p.sizes[inner] >= kTile && p.sizes[outer] >= kTile;
+}
+
+/// The copy of is_transposing_copy's plans (Note [Transposing copies]): work items are a
+/// band of kTile rows of one [A, B] slice (A the outer of the two dims, B the inner), each
+/// copied tile by tile.
+template <class D, class S>
+void copy_transposed(const ElementwisePlan& p) {
+  const int ib = p.ndim - 1, ia = p.ndim - 2;
+  const int64_t A = p.sizes[ia], B = p.sizes[ib];
+  const int64_t out_a = p.strides[0][ia], in_b = p.strides[1][ib];
+  const int64_t slices = p.numel / (A * B), bands = (A + kTile - 1) / kTile;
+  D* const out = reinterpret_cast<D*>(p.data[0]);
+  const S* const in = reinterpret_cast<const S*>(p.data[1]);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / (kTile * B));
+  detail::parallel_for(0, slices * bands, grain, [&](int64_t w0, int64_t w1) {
+    S tile[kTile][kTile];
+    for (int64_t w = w0; w < w1; ++w) {
+      // The slice's offsets from its index over the dims outside the pair.
+      int64_t rest = w / bands, off_out = 0, off_in = 0;
+      for (int d = ia - 1; d >= 0; --d) {
+        const int64_t i = rest % p.sizes[d];
+        rest /= p.sizes[d];
+        off_out += i * p.strides[0][d];
+        off_in += i * p.strides[1][d];
+      }
+      const int64_t a0 = (w % bands) * kTile, na = std::min(kTile, A - a0);
+      for (int64_t b0 = 0; b0 < B; b0 += kTile) {
+        const int64_t nb = std::min(kTile, B - b0);
+        // The tile's input rows read whole into a buffer first: read in place, the kTile lines
+        // a tile spans lie a multiple of 4 KiB apart whenever the stride is, so they share one
+        // L1 set and evict each other before the next output row comes back for them.
+        for (int64_t b = 0; b < nb; ++b) {
+          const S* i = in + off_in + (b0 + b) * in_b + a0;
+          for (int64_t a = 0; a < na; ++a) tile[b][a] = i[a];
+        }
+        for (int64_t a = 0; a < na; ++a) {
+          D* o = out + off_out + (a0 + a) * out_a + b0;
+          for (int64_t b = 0; b < nb; ++b) o[b] = convert<D>(tile[b][a]);
+        }
+      }
+    }
+  });
+}
+
 void copy_kernel(const ElementwisePlan& p) {
   visit_dtype(p.dtypes[0], [&]<class D>() {
     visit_dtype(p.dtypes[1], [&]<class S>() {
+      if (is_transposing_copy(p)) return copy_transposed<D, S>(p);
       const bool stream = use_streaming_stores<D>(p.numel);
       cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
         D* o = reinterpret_cast<D*>(d[0]);

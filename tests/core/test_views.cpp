@@ -124,6 +124,50 @@ TEST(Copy, ContiguousCloneAndCopyIntoViews) {
   EXPECT_EQ(values_of(sq), (std::vector<double>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
 }
 
+TEST(Copy, TransposingCopiesMatchIndexArithmetic) {
+  // Copies whose input runs along another dim than their output go tile by tile (Note
+  // [Transposing copies]): edges that are not multiples of the tile, a batch of transposes,
+  // NCHW <-> channels-last, and dtype conversions on the way; each element checked against
+  // the row-major source by its indices.
+  const auto vals = random_values(70 * 45, -50, 50, 3);
+  const Tensor m = make_input(vals, {70, 45}, kFloat64);
+  for (DType to : {kFloat64, kFloat32, kBFloat16, kInt32}) {
+    SCOPED_TRACE(dtype_name(to));
+    const std::vector<double> t = values_of(m.t().to(to).contiguous());
+    for (int64_t i = 0; i < 45; ++i)
+      for (int64_t j = 0; j < 70; ++j) {
+        const double v = vals[size_t(j * 45 + i)];
+        const double want = to == kFloat32    ? double(float(v))
+                            : to == kBFloat16 ? double(float(BFloat16(float(v))))
+                            : to == kInt32    ? std::trunc(v)
+                                              : v;
+        ASSERT_EQ(t[size_t(i * 70 + j)], want) << i << "," << j;
+      }
+  }
+  const auto bv = random_values(3 * 40 * 33, -1, 1, 4);
+  const std::vector<double> b =
+      values_of(make_input(bv, {3, 40, 33}, kFloat32).permute({0, 2, 1}).contiguous());
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t i = 0; i < 33; ++i)
+      for (int64_t j = 0; j < 40; ++j)
+        ASSERT_EQ(
+            b[size_t((n * 33 + i) * 40 + j)], double(float(bv[size_t((n * 40 + j) * 33 + i)])));
+  // [2, 35, 6, 7]: 35 channels and 42 pixels per image, both past a tile.
+  const auto iv = random_values(2 * 35 * 42, -1, 1, 5);
+  const Tensor nchw = make_input(iv, {2, 35, 6, 7}, kFloat32);
+  const Tensor cl = nchw.contiguous(MemoryFormat::channels_last);
+  const std::vector<double> want = round_to(iv, kFloat32);
+  EXPECT_EQ(values_of(cl), want);
+  const Tensor raw = cl.permute({0, 2, 3, 1});  // the memory order of cl, as a view
+  ASSERT_TRUE(raw.is_contiguous());
+  const std::vector<double> r = values_of(raw);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 35; ++c)
+      for (int64_t s = 0; s < 42; ++s)
+        ASSERT_EQ(r[size_t((n * 42 + s) * 35 + c)], want[size_t((n * 35 + c) * 42 + s)]);
+  EXPECT_EQ(values_of(cl.contiguous()), want);  // and back to NCHW
+}
+
 TEST(Copy, DTypeConversionsMatchCasts) {
   const std::vector<double> vals{-3.7, -1.5, -0.0, 0.0, 0.49, 1.5, 2.5, 255.0, 300.25, 1e5};
   for (DType to : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kBool}) {
