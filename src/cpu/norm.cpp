@@ -710,28 +710,78 @@ void batch_norm_backward_any(const BatchNormBackwardArgs& a) {
 
 using kernels::AffineIndex;
 
+// A row is normalised with one mean and variance; its affine parameters are indexed by column
+// (layer norm) or are one per channel's run of s columns (group norm). The loops below sum in
+// kLanes double lanes (one serial chain of double adds runs at a few cycles a value) and take
+// a group-norm row channel by channel, so no element pays AffineIndex's division.
+
+/// The sums over j in [0, n) of the pair f(j) adds to (s0, s1), each in kLanes double lanes:
+/// f(j, s0, s1) adds its terms of column j.
+template <class F>
+void lane_sums(int64_t n, double& out0, double& out1, const F& f) {
+  double s0[kLanes] = {}, s1[kLanes] = {};
+  const int64_t full = n / kLanes * kLanes;
+  for (int64_t j = 0; j < full; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) f(j + l, s0[l], s1[l]);
+  for (int64_t j = full; j < n; ++j) f(j, s0[j - full], s1[j - full]);
+  for (int64_t l = 0; l < kLanes; ++l) out0 += s0[l], out1 += s1[l];
+}
+
+/// Calls f(j0, len, k) for the runs of row r's columns that share one affine parameter: for
+/// layer norm the whole row with k = -1 (the parameter of column j is at j); for group norm
+/// each channel's run of s columns with its channel k.
+template <class F>
+void affine_runs(const AffineIndex& ai, int64_t r, int64_t cols, const F& f) {
+  if (ai.groups == 0) return f(int64_t(0), cols, int64_t(-1));
+  const int64_t c0 = (r % ai.groups) * ai.cpg;
+  for (int64_t c = 0; c < ai.cpg; ++c) f(c * ai.s, ai.s, c0 + c);
+}
+
+/// Layer norm's per-column parameter p, or its identity `fill` in every column when p is
+/// absent (kept in `own`), so the column loops read an array either way.
+template <class T>
+const T* per_column(const T* p, int64_t cols, T fill, std::vector<T>& own) {
+  if (p) return p;
+  own.assign(size_t(cols), fill);
+  return own.data();
+}
+
 template <class T>
 void row_norm_forward(const RowNormArgs& a) {
   const AffineIndex ai{a.groups, a.channels_per_group, a.s};
   const T *x = ptr<T>(a.input), *w = ptr<T>(a.weight), *b = ptr<T>(a.bias);
   T *y = ptr<T>(a.output), *mean = ptr<T>(a.mean), *invstd = ptr<T>(a.invstd);
   const int64_t cols = a.cols;
+  std::vector<T> ones, zeros;
+  const T* wc = ai.groups == 0 ? per_column(w, cols, T(1), ones) : nullptr;
+  const T* bc = ai.groups == 0 ? per_column(b, cols, T(0), zeros) : nullptr;
   detail::parallel_for(0, a.rows, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(cols, 1)),
                        [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * cols;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < cols; ++j) m += double(xr[j]);
+      double m = 0, v = 0, unused = 0;
+      lane_sums(cols, m, unused, [&](int64_t j, double& s, double&) { s += double(xr[j]); });
       m /= double(cols);
-      for (int64_t j = 0; j < cols; ++j) v += (double(xr[j]) - m) * (double(xr[j]) - m);
+      lane_sums(cols, v, unused, [&](int64_t j, double& s, double&) {
+        const double d = double(xr[j]) - m;
+        s += d * d;
+      });
       const double is = 1.0 / std::sqrt(v / double(cols) + a.eps);
       mean[r] = T(m), invstd[r] = T(is);
       T* yr = y + r * cols;
-      for (int64_t j = 0; j < cols; ++j) {
-        const int64_t k = ai(r, j);
-        yr[j] = T(kernels::row_norm_value(double(xr[j]), m, is, w ? double(w[k]) : 1.0,
-                                          b ? double(b[k]) : 0.0));
-      }
+      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
+        const T* xs = xr + j0;
+        T* ys = yr + j0;
+        if (k < 0) {
+          for (int64_t j = 0; j < len; ++j)
+            ys[j] = T(kernels::row_norm_value(
+                double(xs[j]), m, is, double(wc[j0 + j]), double(bc[j0 + j])));
+          return;
+        }
+        const double wk = w ? double(w[k]) : 1.0, bk = b ? double(b[k]) : 0.0;
+        for (int64_t j = 0; j < len; ++j)
+          ys[j] = T(kernels::row_norm_value(double(xs[j]), m, is, wk, bk));
+      });
     }
   });
 }
@@ -744,6 +794,8 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
   T* gi = ptr<T>(a.grad_input);
   const int64_t cols = a.cols, width = ai.size(cols);
   const bool affine = a.grad_weight.defined();
+  std::vector<T> ones;
+  const T* wc = ai.groups == 0 ? per_column(w, cols, T(1), ones) : nullptr;
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(cols, 1));
   const int64_t chunks = chunks_for(a.rows, grain);
   // Per chunk: partial sums of grad_weight (first width) and grad_bias (next width).
@@ -753,21 +805,46 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
     for (int64_t r = r0; r < r1; ++r) {
       const T *xr = x + r * cols, *gr = g + r * cols;
       const double m = double(mean[r]), is = double(invstd[r]);
-      double sg = 0, sgx = 0;  // sums of gx = g * w and gx * xhat over the row
-      for (int64_t j = 0; j < cols; ++j) {
-        const int64_t k = ai(r, j);
-        const double xh = (double(xr[j]) - m) * is, gv = double(gr[j]);
-        const double gx = gv * (w ? double(w[k]) : 1.0);
-        sg += gx, sgx += gx * xh;
-        if (pw) pw[k] += gv * xh, pw[width + k] += gv;
-      }
+      // The row sums of gx = g * w and gx * xhat, and the parameter gradients' terms.
+      double sg = 0, sgx = 0;
+      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
+        const T *xs = xr + j0, *gs = gr + j0;
+        if (k < 0) {  // layer norm: a weight per column
+          lane_sums(len, sg, sgx, [&](int64_t j, double& s0, double& s1) {
+            const double gx = double(gs[j]) * double(wc[j0 + j]);
+            s0 += gx, s1 += gx * ((double(xs[j]) - m) * is);
+          });
+          if (pw)
+            for (int64_t j = 0; j < len; ++j) {
+              const double gv = double(gs[j]);
+              pw[j0 + j] += gv * ((double(xs[j]) - m) * is), pw[width + j0 + j] += gv;
+            }
+          return;
+        }
+        double s0 = 0, s1 = 0;  // sums of g and g * xhat over the channel's run
+        lane_sums(len, s0, s1, [&](int64_t j, double& t0, double& t1) {
+          const double gv = double(gs[j]);
+          t0 += gv, t1 += gv * ((double(xs[j]) - m) * is);
+        });
+        const double wk = w ? double(w[k]) : 1.0;
+        sg += wk * s0, sgx += wk * s1;
+        if (pw) pw[k] += s1, pw[width + k] += s0;
+      });
       sg /= double(cols), sgx /= double(cols);
       T* gir = gi + r * cols;
-      for (int64_t j = 0; j < cols; ++j) {
-        const int64_t k = ai(r, j);
-        gir[j] = T(kernels::row_norm_grad(double(xr[j]), double(gr[j]), w ? double(w[k]) : 1.0, m,
-                                          is, sg, sgx));
-      }
+      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
+        const T *xs = xr + j0, *gs = gr + j0;
+        T* out = gir + j0;
+        if (k < 0) {
+          for (int64_t j = 0; j < len; ++j)
+            out[j] = T(kernels::row_norm_grad(
+                double(xs[j]), double(gs[j]), double(wc[j0 + j]), m, is, sg, sgx));
+          return;
+        }
+        const double wk = w ? double(w[k]) : 1.0;
+        for (int64_t j = 0; j < len; ++j)
+          out[j] = T(kernels::row_norm_grad(double(xs[j]), double(gs[j]), wk, m, is, sg, sgx));
+      });
     }
   });
   if (!affine) return;
@@ -776,7 +853,6 @@ void row_norm_backward(const RowNormBackwardArgs& a) {
   T *gw = ptr<T>(a.grad_weight), *gb = ptr<T>(a.grad_bias);
   for (int64_t k = 0; k < width; ++k) gw[k] = T(tot[k]), gb[k] = T(tot[width + k]);
 }
-
 
 }  // namespace
 

@@ -138,6 +138,55 @@ TEST(LayerNorm, ForwardAndGradients) {
            xs, ns, false);
 }
 
+TEST(LayerNorm, WithoutWeightOrBias) {
+  // An absent weight is 1 and an absent bias 0 in every column: the same outputs and input
+  // gradients as passing those explicitly (whose path the test above checks by formula and
+  // finite differences).
+  const Shape xs{6, 21}, ns{21};
+  const auto x = random_values(126, -2, 2, 40), g = random_values(126, -1, 1, 41),
+             w = random_values(21, 0.5, 1.5, 42);
+  const Tensor tx = make_input(x, xs, kFloat64), tg = make_input(g, xs, kFloat64),
+               tw = make_input(w, ns, kFloat64);
+  const Tensor one = ones(ns, kFloat64), zero = zeros(ns, kFloat64);
+  for (const auto& [weight, bias, ew, eb] :
+       {std::tuple{Tensor(), Tensor(), one, zero},
+        {tw, Tensor(), tw, zero},
+        {Tensor(), tw, one, tw}}) {
+    const auto r = detail::layer_norm_forward(tx, ns, weight, bias, 1e-5);
+    const auto e = detail::layer_norm_forward(tx, ns, ew, eb, 1e-5);
+    EXPECT_TRUE(all_close(r.output, values_of(e.output), 1e-14, 1e-14));
+    const auto gr = detail::layer_norm_backward(tg, tx, ns, r.save_mean, r.save_invstd, weight);
+    const auto ge = detail::layer_norm_backward(tg, tx, ns, e.save_mean, e.save_invstd, ew);
+    EXPECT_TRUE(all_close(gr.input, values_of(ge.input), 1e-14, 1e-14));
+  }
+}
+
+TEST(GroupNorm, LongChannelRunsAndNoAffine) {
+  // 15 values per channel: the channel loops' 8-lane blocks and their tails; then the same
+  // without weight and bias against the weight-1, bias-0 call.
+  const Shape xs{2, 6, 3, 5};
+  check_fd(
+      [](const std::vector<Tensor>& t) {
+        return detail::group_norm_forward(t[0], 3, t[1], t[2], 1e-5).output;
+      },
+      [](const Tensor& g, const std::vector<Tensor>& t) {
+        const auto r = detail::group_norm_forward(t[0], 3, t[1], t[2], 1e-5);
+        return detail::group_norm_backward(g, t[0], 3, r.save_mean, r.save_invstd, t[1]);
+      },
+      xs,
+      {6},
+      false);
+  const Tensor tx = make_input(random_values(180, -2, 2, 43), xs, kFloat64),
+               tg = make_input(random_values(180, -1, 1, 44), xs, kFloat64);
+  const auto r = detail::group_norm_forward(tx, 3, Tensor(), Tensor(), 1e-5);
+  const auto e = detail::group_norm_forward(tx, 3, ones({6}, kFloat64), zeros({6}, kFloat64), 1e-5);
+  EXPECT_TRUE(all_close(r.output, values_of(e.output), 1e-14, 1e-14));
+  const auto gr = detail::group_norm_backward(tg, tx, 3, r.save_mean, r.save_invstd, Tensor());
+  const auto ge =
+      detail::group_norm_backward(tg, tx, 3, e.save_mean, e.save_invstd, ones({6}, kFloat64));
+  EXPECT_TRUE(all_close(gr.input, values_of(ge.input), 1e-14, 1e-14));
+}
+
 TEST(GroupNorm, ForwardAndGradients) {
   const int64_t N = 2, C = 6, G = 3, S = 4;
   for (DType dtype : {kFloat32, kFloat64})
