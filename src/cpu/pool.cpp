@@ -360,8 +360,85 @@ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dP
   return {h0, h1, w0, w1, div};
 }
 
+/// Whether both tensors hold channels contiguously (channels-last), so the average pools can
+/// take a pixel's C values as one vector instead of C planes of strided reads.
+bool channels_inner(const Tensor& a, const Tensor& b) {
+  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
+}
+
+/// Average pooling over channels-last tensors, for any window rule: window(oh, ow) gives an
+/// AvgWindow. For each output pixel the window's pixels are summed as rows of C contiguous
+/// values, in double and in the plane loops' (h, w) order, so the results are the plane
+/// loops' to the bit; with kZeroIfEmpty, a window with no pixels gives 0 (avg_pool2d's
+/// rule; the plane loops' adaptive windows are never empty).
+template <class T, bool kZeroIfEmpty, class Window>
+void avg_forward_cl(const Tensor& in, const Tensor& out, const Window& window) {
+  const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
+  const int64_t Ho = out.size(2), Wo = out.size(3);
+  const Shape &si = in.strides(), &so = out.strides();
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  const int64_t per_pixel = std::max<int64_t>(1, C * H * W / std::max<int64_t>(1, Ho * Wo));
+  detail::parallel_for(
+      0,
+      N * Ho * Wo,
+      std::max<int64_t>(1, detail::kGrainSize / per_pixel),
+      [&](int64_t p0, int64_t p1) {
+        std::vector<double> sum(static_cast<size_t>(C));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t n = p / (Ho * Wo), oh = p / Wo % Ho, ow = p % Wo;
+          const AvgWindow a = window(oh, ow);
+          T* o = y + n * so[0] + oh * so[2] + ow * so[3];
+          if (kZeroIfEmpty && (a.h0 >= a.h1 || a.w0 >= a.w1)) {
+            std::fill_n(o, C, T(0));
+            continue;
+          }
+          std::fill(sum.begin(), sum.end(), 0.0);
+          for (int64_t h = a.h0; h < a.h1; ++h)
+            for (int64_t w = a.w0; w < a.w1; ++w) {
+              const T* row = x + n * si[0] + h * si[2] + w * si[3];
+              for (int64_t c = 0; c < C; ++c) sum[size_t(c)] += double(row[c]);
+            }
+          for (int64_t c = 0; c < C; ++c) o[c] = T(sum[size_t(c)] / a.divisor);
+        }
+      });
+}
+
+/// The backward of avg_forward_cl: each image's gradient zeroed, then every output pixel's
+/// share added to its window in (oh, ow) order, as the plane loops add them.
+template <class T, class Window>
+void avg_backward_cl(const Tensor& go, const Tensor& gi, const Window& window) {
+  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
+  const int64_t Ho = go.size(2), Wo = go.size(3);
+  const Shape &sg = go.strides(), &sd = gi.strides();
+  const T* g = static_cast<const T*>(go.data_ptr());
+  T* d = static_cast<T*>(gi.data_ptr());
+  detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
+    std::vector<T> share(static_cast<size_t>(C));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) std::fill_n(d + n * sd[0] + h * sd[2] + w * sd[3], C, T(0));
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const AvgWindow a = window(oh, ow);
+          const T* gr = g + n * sg[0] + oh * sg[2] + ow * sg[3];
+          for (int64_t c = 0; c < C; ++c) share[size_t(c)] = T(double(gr[c]) / a.divisor);
+          for (int64_t h = a.h0; h < a.h1; ++h)
+            for (int64_t w = a.w0; w < a.w1; ++w) {
+              T* row = d + n * sd[0] + h * sd[2] + w * sd[3];
+              for (int64_t c = 0; c < C; ++c) row[c] += share[size_t(c)];
+            }
+        }
+    }
+  });
+}
+
 template <class T>
 void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  if (channels_inner(in, out))
+    return avg_forward_cl<T, true>(in, out, [&](int64_t oh, int64_t ow) {
+      return avg_window(oh, ow, in.size(2), in.size(3), p);
+    });
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh)
@@ -378,6 +455,10 @@ void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
 
 template <class T>
 void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+  if (channels_inner(gi, go))
+    return avg_backward_cl<T>(go, gi, [&](int64_t oh, int64_t ow) {
+      return avg_window(oh, ow, gi.size(2), gi.size(3), p);
+    });
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)
@@ -396,78 +477,19 @@ void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
 int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
 int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
-/// Whether both tensors hold channels contiguously (channels-last), so the adaptive pools can
-/// take a pixel's C values as one vector instead of C planes of strided reads.
-bool channels_inner(const Tensor& a, const Tensor& b) {
-  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
-}
-
-/// Adaptive average pooling over channels-last tensors: for each output pixel, the window's
-/// pixels summed as rows of C contiguous values, in double and in the plane loop's (h, w)
-/// order, so the result is the plane loop's to the bit.
-template <class T>
-void adaptive_forward_cl(const Tensor& in, const Tensor& out) {
-  const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
-  const int64_t Ho = out.size(2), Wo = out.size(3);
-  const Shape &si = in.strides(), &so = out.strides();
-  const T* x = static_cast<const T*>(in.data_ptr());
-  T* y = static_cast<T*>(out.data_ptr());
-  const int64_t grain = std::max<int64_t>(
-      1, detail::kGrainSize / std::max<int64_t>(1, C * H * W / std::max<int64_t>(1, Ho * Wo)));
-  detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t p0, int64_t p1) {
-    std::vector<double> sum(static_cast<size_t>(C));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t n = p / (Ho * Wo), oh = p / Wo % Ho, ow = p % Wo;
-      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
-      const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
-      std::fill(sum.begin(), sum.end(), 0.0);
-      for (int64_t h = h0; h < h1; ++h)
-        for (int64_t w = w0; w < w1; ++w) {
-          const T* row = x + n * si[0] + h * si[2] + w * si[3];
-          for (int64_t c = 0; c < C; ++c) sum[size_t(c)] += double(row[c]);
-        }
-      const double count = double((h1 - h0) * (w1 - w0));
-      T* o = y + n * so[0] + oh * so[2] + ow * so[3];
-      for (int64_t c = 0; c < C; ++c) o[c] = T(sum[size_t(c)] / count);
-    }
-  });
-}
-
-/// The backward of adaptive_forward_cl: each image's gradient zeroed, then every output
-/// pixel's share added to its window in (oh, ow) order, as the plane loop adds them.
-template <class T>
-void adaptive_backward_cl(const Tensor& go, const Tensor& gi) {
-  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
-  const int64_t Ho = go.size(2), Wo = go.size(3);
-  const Shape &sg = go.strides(), &sd = gi.strides();
-  const T* g = static_cast<const T*>(go.data_ptr());
-  T* d = static_cast<T*>(gi.data_ptr());
-  detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
-    std::vector<T> share(static_cast<size_t>(C));
-    for (int64_t n = n0; n < n1; ++n) {
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) std::fill_n(d + n * sd[0] + h * sd[2] + w * sd[3], C, T(0));
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
-          const double count = double((h1 - h0) * (w1 - w0));
-          const T* gr = g + n * sg[0] + oh * sg[2] + ow * sg[3];
-          for (int64_t c = 0; c < C; ++c) share[size_t(c)] = T(double(gr[c]) / count);
-          for (int64_t h = h0; h < h1; ++h)
-            for (int64_t w = w0; w < w1; ++w) {
-              T* row = d + n * sd[0] + h * sd[2] + w * sd[3];
-              for (int64_t c = 0; c < C; ++c) row[c] += share[size_t(c)];
-            }
-        }
-      }
-    }
-  });
+/// Output (oh, ow)'s adaptive window over `in` as an AvgWindow (divisor: its pixel count).
+AvgWindow adaptive_window(int64_t oh, int64_t ow, const Tensor& out, const Tensor& in) {
+  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+  const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
+  const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+  return {h0, h1, w0, w1, double((h1 - h0) * (w1 - w0))};
 }
 
 template <class T>
 void adaptive_forward(const Tensor& in, const Tensor& out) {
-  if (channels_inner(in, out)) return adaptive_forward_cl<T>(in, out);
+  if (channels_inner(in, out))
+    return avg_forward_cl<T, false>(
+        in, out, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, out, in); });
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh) {
@@ -485,7 +507,9 @@ void adaptive_forward(const Tensor& in, const Tensor& out) {
 
 template <class T>
 void adaptive_backward(const Tensor& go, const Tensor& gi) {
-  if (channels_inner(gi, go)) return adaptive_backward_cl<T>(go, gi);
+  if (channels_inner(gi, go))
+    return avg_backward_cl<T>(
+        go, gi, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, go, gi); });
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)
