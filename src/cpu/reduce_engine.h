@@ -197,6 +197,28 @@ void reduce_per_output(const ReducePlan& p, const Op& op) {
     return;
   }
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(R, 1));
+  if (p.nred == 1 && R < 2 * kLanes) {
+    // One short run per output (mean over a ResNet's last 4x4 maps): reduce_run would fold
+    // each one as a single serial chain, so kBatch outputs are folded side by side instead,
+    // each in the same order as alone (the same results), their chains interleaved.
+    constexpr int kBatch = 8;
+    detail::parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
+      DimCounter kept(p.nkept, p.kept_sizes, p.kept_strides, p.out_strides);
+      kept.seek(b);
+      for (int64_t o = b; o < e; o += kBatch) {
+        const int m = int(std::min<int64_t>(kBatch, e - o));
+        const In* src[kBatch];
+        int64_t dst[kBatch];
+        Acc acc[kBatch];
+        for (int k = 0; k < m; ++k, kept.next())
+          src[k] = in + kept.off1, dst[k] = kept.off2, acc[k] = op.identity();
+        for (int64_t j = 0; j < R; ++j)
+          for (int k = 0; k < m; ++k) op.reduce(acc[k], src[k][j * run_stride], j);
+        for (int k = 0; k < m; ++k) op.write(p, dst[k], acc[k]);
+      }
+    });
+    return;
+  }
   detail::parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
     DimCounter kept(p.nkept, p.kept_sizes, p.kept_strides, p.out_strides);
     kept.seek(b);
