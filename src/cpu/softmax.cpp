@@ -191,7 +191,37 @@ void cumsum_typed(const CumsumArgs& a) {
   using Acc = std::conditional_t<kernels::is_floating_v<T>, double, uint64_t>;
   const T* in = reinterpret_cast<const T*>(a.in);
   O* out = reinterpret_cast<O*>(a.out);
+  using Sum = std::conditional_t<kernels::is_floating_v<T>, double, int64_t>;
+  auto add = [](Acc& acc, T v) {
+    if constexpr (kernels::is_floating_v<T>)
+      acc += double(opmath_t<T>(v));
+    else
+      acc += uint64_t(int64_t(v));
+  };
   const int64_t D = a.dim, inner = a.inner, tiles = (inner + kTile - 1) / kTile;
+  if (inner == 1) {
+    // Along the last dim each row is one serial chain of adds; kRows rows go side by side
+    // (each still summed in order) so their chains overlap.
+    constexpr int64_t kRows = 8;
+    const int64_t groups = (a.outer + kRows - 1) / kRows;
+    const int64_t grain =
+        std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(D * kRows, 1));
+    detail::parallel_for(0, groups, grain, [&](int64_t b, int64_t e) {
+      Acc acc[kRows];
+      for (int64_t g = b; g < e; ++g) {
+        const int64_t o0 = g * kRows, m = std::min(kRows, a.outer - o0);
+        const T* x = in + o0 * D;
+        O* y = out + o0 * D;
+        for (int64_t k = 0; k < m; ++k) acc[k] = 0;
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t k = 0; k < m; ++k) {
+            add(acc[k], x[k * D + d]);
+            y[k * D + d] = kernels::convert<O>(Sum(acc[k]));
+          }
+      }
+    });
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(D * kTile, 1));
   detail::parallel_for(0, a.outer * tiles, grain, [&](int64_t b, int64_t e) {
     Acc acc[kTile];
@@ -202,9 +232,8 @@ void cumsum_typed(const CumsumArgs& a) {
       for (int64_t j = 0; j < w; ++j) acc[j] = 0;
       for (int64_t d = 0; d < D; ++d) {
         for (int64_t j = 0; j < w; ++j) {
-          if constexpr (kernels::is_floating_v<T>) acc[j] += double(opmath_t<T>(x[d * inner + j]));
-          else acc[j] += uint64_t(int64_t(x[d * inner + j]));
-          y[d * inner + j] = kernels::convert<O>(std::conditional_t<kernels::is_floating_v<T>, double, int64_t>(acc[j]));
+          add(acc[j], x[d * inner + j]);
+          y[d * inner + j] = kernels::convert<O>(Sum(acc[j]));
         }
       }
     }
