@@ -224,6 +224,54 @@ int main(int argc, char** argv) {
           15 * n,
           [&] { step(true); });
   }
+  // Layer norm over rows of 512 and group norm (8 groups) over [32, 64, 32, 32], training
+  // forward and backward with weight and bias: bytes as for batch norm (x in, y out; x and
+  // the gradient in, x's gradient out).
+  if (wanted(o, "layer_norm") || wanted(o, "group_norm")) {
+    Tensor x = input({4096, 512}, -2, 3), g = input({4096, 512}, 1, -1);
+    Tensor w = input({512}, 0.5, 1.5), b = input({512}, -0.5, 0.5);
+    Tensor xi = input({32, 64, 32, 32}, -2, 3), gi = input({32, 64, 32, 32}, 1, -1);
+    Tensor wi = input({64}, 0.5, 1.5), bi = input({64}, -0.5, 0.5);
+    for (Tensor* t : {&x, &w, &b, &xi, &wi, &bi}) t->requires_grad_();
+    const double n = 4096.0 * 512, ni = 32.0 * 64 * 32 * 32;
+    row(o, "layer_norm", "[4096,512] f32, fwd+bwd", 5 * n * F, 14 * n, [&] {
+      for (Tensor* t : {&x, &w, &b}) t->mutable_grad() = Tensor();
+      ignis::layer_norm(x, {512}, w, b).backward(g);
+    });
+    row(o, "group_norm", "[32,64,32,32] f32, 8 groups, fwd+bwd", 5 * ni * F, 14 * ni, [&] {
+      for (Tensor* t : {&xi, &wi, &bi}) t->mutable_grad() = Tensor();
+      ignis::group_norm(xi, 8, wi, bi).backward(gi);
+    });
+  }
+  // 2x2 average pooling of channels-last [128, 64, 32, 32], forward and backward.
+  if (wanted(o, "avg_pool_cl")) {
+    const auto cl = ignis::MemoryFormat::channels_last;
+    Tensor x = input({128, 64, 32, 32}, -2, 3).contiguous(cl), g = input({128, 64, 16, 16}, 1, -1).contiguous(cl);
+    x.requires_grad_();
+    const double n = 128.0 * 64 * 32 * 32;
+    row(o, "avg_pool_cl", "[128,64,32,32] f32 channels-last, 2x2, fwd+bwd", 2.5 * n * F, 1.25 * n, [&] {
+      x.mutable_grad() = Tensor();
+      ignis::avg_pool2d(x, {.kernel_size = {2, 2}}).backward(g);
+    });
+  }
+  // Layout and scan rows: a transposing copy, cumsum along the contiguous dim, and the mean
+  // over each plane of ResNet's last [128, 512, 4, 4] maps.
+  if (wanted(o, "transpose_copy")) {
+    Tensor x = input({4096, 4096}, -1, 1);
+    row(o, "transpose_copy", "[4096,4096] f32, t().contiguous()", 2 * NR * F, 0,
+        [&] { Tensor t = x.t().contiguous(); });
+  }
+  if (wanted(o, "cumsum_last")) {
+    Tensor x = input({4096, 512}, -1, 1);
+    const double n = 4096.0 * 512;
+    row(o, "cumsum_last", "[4096,512] f32, dim 1", 2 * n * F, n, [&] { Tensor c = ignis::cumsum(x, 1); });
+  }
+  if (wanted(o, "mean_hw")) {
+    Tensor x = input({128, 512, 4, 4}, -1, 1);
+    const double n = 128.0 * 512 * 16;
+    row(o, "mean_hw", "[128,512,4,4] f32, mean over (2,3)", 1.0625 * n * F, n,
+        [&] { Tensor m = ignis::mean(x, {2, 3}); });
+  }
   // BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
   if (wanted(o, "batch_norm_1d")) {
     const double n = 4096.0 * 512, B = 4;

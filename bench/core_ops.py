@@ -140,6 +140,55 @@ def main():
         row("batch_norm_bf16_cl", label, 5 * n * B, 14 * n, lambda: step(False))
         row("batch_norm_relu_bf16_cl", label, 6 * n * B, 15 * n, lambda: step(True))
 
+    # The norm, pooling, layout and scan rows of core_ops.cpp.
+    if wanted("layer_norm") or wanted("group_norm"):
+        x, g = inp([4096, 512], -2, 3), inp([4096, 512], 1, -1)
+        w, b = inp([512], 0.5, 1.5), inp([512], -0.5, 0.5)
+        xi, gi = inp([32, 64, 32, 32], -2, 3), inp([32, 64, 32, 32], 1, -1)
+        wi, bi = inp([64], 0.5, 1.5), inp([64], -0.5, 0.5)
+        for t in (x, w, b, xi, wi, bi):
+            t.requires_grad_()
+        n, ni = 4096.0 * 512, 32.0 * 64 * 32 * 32
+
+        def ln():
+            with torch.enable_grad():
+                for t in (x, w, b):
+                    t.grad = None
+                torch.nn.functional.layer_norm(x, [512], w, b).backward(g)
+
+        def gn():
+            with torch.enable_grad():
+                for t in (xi, wi, bi):
+                    t.grad = None
+                torch.nn.functional.group_norm(xi, 8, wi, bi).backward(gi)
+
+        row("layer_norm", "[4096,512] f32, fwd+bwd", 5 * n * 4, 14 * n, ln)
+        row("group_norm", "[32,64,32,32] f32, 8 groups, fwd+bwd", 5 * ni * 4, 14 * ni, gn)
+    if wanted("avg_pool_cl"):
+        cl = torch.channels_last
+        xp = inp([128, 64, 32, 32], -2, 3).contiguous(memory_format=cl).requires_grad_()
+        gp = inp([128, 64, 16, 16], 1, -1).contiguous(memory_format=cl)
+        n = 128.0 * 64 * 32 * 32
+
+        def ap():
+            with torch.enable_grad():
+                xp.grad = None
+                torch.nn.functional.avg_pool2d(xp, 2).backward(gp)
+
+        row("avg_pool_cl", "[128,64,32,32] f32 channels-last, 2x2, fwd+bwd", 2.5 * n * 4, 1.25 * n, ap)
+    if wanted("transpose_copy"):
+        xt = inp([4096, 4096], -1, 1)
+        row("transpose_copy", "[4096,4096] f32, t().contiguous()", 2 * 4096.0 * 4096 * 4, 0,
+            lambda: xt.t().contiguous())
+    if wanted("cumsum_last"):
+        xs = inp([4096, 512], -1, 1)
+        n = 4096.0 * 512
+        row("cumsum_last", "[4096,512] f32, dim 1", 2 * n * 4, n, lambda: torch.cumsum(xs, 1))
+    if wanted("mean_hw"):
+        xm = inp([128, 512, 4, 4], -1, 1)
+        n = 128.0 * 512 * 16
+        row("mean_hw", "[128,512,4,4] f32, mean over (2,3)", 1.0625 * n * 4, n, lambda: xm.mean((2, 3)))
+
     # BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
     if wanted("batch_norm_1d"):
         n, B = 4096.0 * 512, 4
