@@ -6,7 +6,9 @@
 // matmul 1024x1024x1024, a chain of 10 elementwise ops on [64,512] (per-op overhead) and on
 // [4096,4096] (memory traffic), each op by op and fused into one pass with ignis::fuse,
 // batch norm (alone and with a ReLU) on bf16 channels-last activations, forward and
-// backward, BatchNorm1d on [4096,512] float32, forward and backward, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
+// backward, BatchNorm1d on [4096,512] float32, layer norm and group norm, forward and
+// backward, channels-last average pooling, a transposing copy, cumsum along rows, the mean
+// over 4x4 planes, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
 // others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
