@@ -11,17 +11,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 tool=$here/safetensors_tool.py
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
-# 1,075 training samples in batches of 32: 34 steps per epoch, a progress line every 7.
-# The small CNN, not the MLP: an MLP epoch (34 steps, a few milliseconds) can end between the
-# progress line and the signal, so the signal would land after the epoch instead of in it.
-flags=(--data synthetic --limit 1536 --batch-size 32 --epochs 2 --model cnn)
+# 4,300 training samples in batches of 32: 135 steps per epoch, a progress line every 27.
+# The small CNN, not the MLP, and epochs this long: the signal goes when the script sees the
+# first progress line, and the rest of the epoch (108 steps, most of a second) must outlast
+# the script's polling on a loaded machine, or the signal lands after the epoch instead of
+# in it (34-step epochs of 0.15 s after the line did not, under a parallel ctest).
+flags=(--data synthetic --limit 6144 --batch-size 32 --epochs 2 --model cnn)
 "$bin" train "${flags[@]}" --out full >/dev/null
 
 for sig in INT TERM; do
   run=run-$sig
   "$bin" train "${flags[@]}" --out $run >out-$sig.txt 2>err-$sig.txt &
   pid=$!
-  wait_until 120 grep -q 'step 7/34' out-$sig.txt
+  wait_until 120 grep -q 'step 27/135' out-$sig.txt
   kill -$sig $pid
   rc=0
   wait $pid || rc=$?
@@ -29,12 +31,12 @@ for sig in INT TERM; do
   expected=$([ $sig = INT ] && echo 130 || echo 143)
   [ "$rc" -eq "$expected" ] || { echo "FAIL: SIG$sig: exit status $rc, expected $expected"; exit 1; }
   [ "$(wc -l <err-$sig.txt)" -eq 1 ] || { echo "FAIL: stderr is not one line"; exit 1; }
-  grep -q "interrupted (SIG$sig) at epoch 1 step [0-9]*/34; checkpoint saved, continue with: ignis train --resume $run" err-$sig.txt
+  grep -q "interrupted (SIG$sig) at epoch 1 step [0-9]*/135; checkpoint saved, continue with: ignis train --resume $run" err-$sig.txt
   read -r epoch step < <(python3 "$tool" state $run/checkpoint.safetensors)
   echo "checkpoint at epoch $epoch step $step"
-  [ "$epoch" -eq 0 ] && [ "$step" -ge 7 ] && [ "$step" -lt 34 ]
+  [ "$epoch" -eq 0 ] && [ "$step" -ge 27 ] && [ "$step" -lt 135 ]
   "$bin" train --resume $run >resume-$sig.txt
-  grep -q "^resume  at epoch 1 step $step/34$" resume-$sig.txt
+  grep -q "^resume  at epoch 1 step $step/135$" resume-$sig.txt
   python3 "$tool" same full/model.safetensors $run/model.safetensors
   same_metrics full $run
 done
