@@ -15,7 +15,7 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 # The small CNN, not the MLP, and epochs this long: the signal goes when the script sees the
 # first progress line, and the rest of the epoch (108 steps, most of a second) must outlast
 # the script's polling on a loaded machine, or the signal lands after the epoch instead of
-# in it (34-step epochs of 0.15 s after the line did not, under a parallel ctest).
+# in it (34-step epochs left 0.15 s after the line).
 flags=(--data synthetic --limit 6144 --batch-size 32 --epochs 2 --model cnn)
 "$bin" train "${flags[@]}" --out full >/dev/null
 
