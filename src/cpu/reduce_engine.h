@@ -197,10 +197,11 @@ void reduce_per_output(const ReducePlan& p, const Op& op) {
     return;
   }
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(R, 1));
-  if (p.nred == 1 && R < 2 * kLanes) {
+  if (p.nred == 1 && R > 0 && R < 2 * kLanes) {
     // One short run per output (mean over a ResNet's last 4x4 maps): reduce_run would fold
     // each one as a single serial chain, so kBatch outputs are folded side by side instead,
-    // each in the same order as alone (the same results), their chains interleaved.
+    // each in the same order as alone (the same results), their chains interleaved. (An
+    // empty reduction keeps the loop below, which never forms a pointer into no storage.)
     constexpr int kBatch = 8;
     detail::parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
       DimCounter kept(p.nkept, p.kept_sizes, p.kept_strides, p.out_strides);
