@@ -16,14 +16,14 @@ using kernels::convert;
 // A copy whose output runs contiguously along one dim and whose input runs contiguously along
 // another (x.transpose(0, 1).contiguous(), NCHW <-> channels-last conversions) walks the
 // input with a large stride: every element read lands in a different cache line and, past a
-// few KiB of stride, a different page. Such a copy goes in square tiles instead: the kTile
-// input lines a tile reads stay in L1 while the tile's kTile rows are written, so each line
-// is fetched once. The plan's two innermost dims are the pair (make_plan_memory_order puts
-// the output's unit-stride dim last; the input's unit-stride dim must be the one before it),
-// each tile's input read into a small buffer and written out from there (copy_transposed).
+// few KiB of stride, a different page. Such a copy goes in square tiles instead: a tile's
+// kTile input rows are read whole into a small buffer (each input line fetched once, all of
+// it used), then the tile's kTile output rows are written from the buffer (copy_transposed).
+// The plan's two innermost dims are the pair (make_plan_memory_order puts the output's
+// unit-stride dim last; the input's unit-stride dim must be the one before it).
 
-/// Tile edge of a transposing copy: 32 values are two to four cache lines of the output rows,
-/// and 32 input lines fit in L1 with room to spare.
+/// Tile edge of a transposing copy: a row of 32 values is one to four cache lines, and the
+/// buffer (32 x 32 values, at most 16 KiB) stays in L1.
 constexpr int64_t kTile = 32;
 
 /// Whether plan p is a transposing copy: its output's unit-stride dim is the innermost and
