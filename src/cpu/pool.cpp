@@ -368,9 +368,9 @@ bool channels_inner(const Tensor& a, const Tensor& b) {
 
 /// Average pooling over channels-last tensors, for any window rule: window(oh, ow) gives an
 /// AvgWindow. For each output pixel the window's pixels are summed as rows of C contiguous
-/// values, in double and in the plane loops' (h, w) order, so the results are the plane
-/// loops' to the bit; with kZeroIfEmpty, a window with no pixels gives 0 (avg_pool2d's
-/// rule; the plane loops' adaptive windows are never empty).
+/// values, in double and in the plane loops' (h, w) order (average_forward), so the results
+/// are the plane loops' to the bit; with kZeroIfEmpty, a window with no pixels gives 0
+/// (avg_pool2d's rule; adaptive windows are never empty).
 template <class T, bool kZeroIfEmpty, class Window>
 void avg_forward_cl(const Tensor& in, const Tensor& out, const Window& window) {
   const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
@@ -433,43 +433,53 @@ void avg_backward_cl(const Tensor& go, const Tensor& gi, const Window& window) {
   });
 }
 
-template <class T>
-void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
-  if (channels_inner(in, out))
-    return avg_forward_cl<T, true>(in, out, [&](int64_t oh, int64_t ow) {
-      return avg_window(oh, ow, in.size(2), in.size(3), p);
-    });
-  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+/// Average pooling forward for any window rule (see avg_forward_cl), planes or pixel rows.
+template <class T, bool kZeroIfEmpty, class Window>
+void average_forward(const Tensor& in, const Tensor& out, const Window& window) {
+  if (channels_inner(in, out)) return avg_forward_cl<T, kZeroIfEmpty>(in, out, window);
+  const int64_t Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh)
       for (int64_t ow = 0; ow < Wo; ++ow) {
-        const AvgWindow a = avg_window(oh, ow, H, W, p);
+        const AvgWindow a = window(oh, ow);
         double sum = 0;
         for (int64_t h = a.h0; h < a.h1; ++h)
           for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
         // A window entirely in the padding (possible with ceil_mode) averages nothing.
-        y(oh, ow) = a.h0 < a.h1 && a.w0 < a.w1 ? T(sum / a.divisor) : T(0);
+        y(oh, ow) = !kZeroIfEmpty || (a.h0 < a.h1 && a.w0 < a.w1) ? T(sum / a.divisor) : T(0);
       }
   });
 }
 
-template <class T>
-void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
-  if (channels_inner(gi, go))
-    return avg_backward_cl<T>(go, gi, [&](int64_t oh, int64_t ow) {
-      return avg_window(oh, ow, gi.size(2), gi.size(3), p);
-    });
+/// Average pooling backward for any window rule, planes or pixel rows.
+template <class T, class Window>
+void average_backward(const Tensor& go, const Tensor& gi, const Window& window) {
+  if (channels_inner(gi, go)) return avg_backward_cl<T>(go, gi, window);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)
       for (int64_t w = 0; w < W; ++w) d(h, w) = T(0);
     for (int64_t oh = 0; oh < Ho; ++oh)
       for (int64_t ow = 0; ow < Wo; ++ow) {
-        const AvgWindow a = avg_window(oh, ow, H, W, p);
+        const AvgWindow a = window(oh, ow);
         const T v = T(double(g(oh, ow)) / a.divisor);
         for (int64_t h = a.h0; h < a.h1; ++h)
           for (int64_t w = a.w0; w < a.w1; ++w) d(h, w) += v;
       }
+  });
+}
+
+template <class T>
+void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  average_forward<T, true>(in, out, [&](int64_t oh, int64_t ow) {
+    return avg_window(oh, ow, in.size(2), in.size(3), p);
+  });
+}
+
+template <class T>
+void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+  average_backward<T>(go, gi, [&](int64_t oh, int64_t ow) {
+    return avg_window(oh, ow, gi.size(2), gi.size(3), p);
   });
 }
 
@@ -487,45 +497,15 @@ AvgWindow adaptive_window(int64_t oh, int64_t ow, const Tensor& out, const Tenso
 
 template <class T>
 void adaptive_forward(const Tensor& in, const Tensor& out) {
-  if (channels_inner(in, out))
-    return avg_forward_cl<T, false>(
-        in, out, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, out, in); });
-  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
-  for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
-    for (int64_t oh = 0; oh < Ho; ++oh) {
-      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
-        double sum = 0;
-        for (int64_t h = h0; h < h1; ++h)
-          for (int64_t w = w0; w < w1; ++w) sum += double(x(h, w));
-        y(oh, ow) = T(sum / double((h1 - h0) * (w1 - w0)));
-      }
-    }
-  });
+  average_forward<T, false>(
+      in, out, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, out, in); });
 }
 
 template <class T>
 void adaptive_backward(const Tensor& go, const Tensor& gi) {
-  if (channels_inner(gi, go))
-    return avg_backward_cl<T>(
-        go, gi, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, go, gi); });
-  const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
-  for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w) d(h, w) = T(0);
-    for (int64_t oh = 0; oh < Ho; ++oh) {
-      const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
-        const T v = T(double(g(oh, ow)) / double((h1 - h0) * (w1 - w0)));
-        for (int64_t h = h0; h < h1; ++h)
-          for (int64_t w = w0; w < w1; ++w) d(h, w) += v;
-      }
-    }
-  });
+  average_backward<T>(
+      go, gi, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, go, gi); });
 }
-
 
 }  // namespace
 
