@@ -469,27 +469,29 @@ void average_backward(const Tensor& go, const Tensor& gi, const Window& window) 
   });
 }
 
+// The window rules take the sizes as numbers read once: Tensor::size checks its argument,
+// which costs as much as a 4x4 window's sum when done per window.
+
 template <class T>
 void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
-  average_forward<T, true>(in, out, [&](int64_t oh, int64_t ow) {
-    return avg_window(oh, ow, in.size(2), in.size(3), p);
-  });
+  const int64_t H = in.size(2), W = in.size(3);
+  average_forward<T, true>(
+      in, out, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }
 
 template <class T>
 void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
-  average_backward<T>(go, gi, [&](int64_t oh, int64_t ow) {
-    return avg_window(oh, ow, gi.size(2), gi.size(3), p);
-  });
+  const int64_t H = gi.size(2), W = gi.size(3);
+  average_backward<T>(go, gi, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }
 
 /// PyTorch's adaptive window [start, end) of output cell o of `out` cells over `in`.
 int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
 int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
-/// Output (oh, ow)'s adaptive window over `in` as an AvgWindow (divisor: its pixel count).
-AvgWindow adaptive_window(int64_t oh, int64_t ow, const Tensor& out, const Tensor& in) {
-  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+/// Output (oh, ow)'s adaptive window, for an [H, W] input and [Ho, Wo] output, as an
+/// AvgWindow (divisor: its pixel count).
+AvgWindow adaptive_window(int64_t oh, int64_t ow, int64_t H, int64_t W, int64_t Ho, int64_t Wo) {
   const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
   const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
   return {h0, h1, w0, w1, double((h1 - h0) * (w1 - w0))};
@@ -497,14 +499,16 @@ AvgWindow adaptive_window(int64_t oh, int64_t ow, const Tensor& out, const Tenso
 
 template <class T>
 void adaptive_forward(const Tensor& in, const Tensor& out) {
+  const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   average_forward<T, false>(
-      in, out, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, out, in); });
+      in, out, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, H, W, Ho, Wo); });
 }
 
 template <class T>
 void adaptive_backward(const Tensor& go, const Tensor& gi) {
+  const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   average_backward<T>(
-      go, gi, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, go, gi); });
+      go, gi, [&](int64_t oh, int64_t ow) { return adaptive_window(oh, ow, H, W, Ho, Wo); });
 }
 
 }  // namespace
