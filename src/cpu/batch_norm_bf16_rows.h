@@ -1,7 +1,7 @@
 // Batch norm's passes over bfloat16 channels-last rows (rows of C contiguous channels) with
 // float32 per-channel values, written with vectors held in registers: each bf16 value is
 // widened and each result narrowed in the register it is computed in, instead of staged
-// through float buffers (src/cpu/norm.cpp's general 16-bit path). Built twice from
+// through float buffers (src/cpu/batch_norm.cpp's general 16-bit path). Built twice from
 // batch_norm_bf16_rows.inc: 8 lanes for the build's baseline (AVX2) and 16 lanes for CPUs
 // with AVX-512 (use_avx512()). Each pass gives exactly the values of the staged path's
 // formulas (src/kernels/batch_norm_math.h): float arithmetic, round-to-nearest-even narrowing

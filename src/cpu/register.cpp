@@ -13,7 +13,7 @@ void register_linear_act_cpu();  // linear_act.cpp: linear + ReLU fusion
 void register_fuse_cpu();        // fuse.cpp: fused elementwise programs
 void register_optim_cpu();    // optim_update.cpp: fused optimizer updates
 void register_random_cpu();   // random.cpp
-void register_nn_cpu();       // norm.cpp: conv (oneDNN), pooling, normalisation
+void register_nn_cpu();       // batch_norm.cpp: conv (oneDNN), pooling, normalisation
 void register_data_cpu();     // data_transforms.cpp: crop / flip / cutout of batches
 }  // namespace ignis::cpu
 

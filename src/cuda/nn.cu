@@ -1,5 +1,5 @@
 // CUDA kernels of batch norm and 2-D pooling (slots in src/ops/nn_kernels.h), the twins of
-// src/cpu/norm.cpp and src/cpu/pool.cpp: the same windows, tie rules and precision (window
+// src/cpu/batch_norm.cpp and src/cpu/pool.cpp: the same windows, tie rules and precision (window
 // sums and channel statistics in double), so the GPU agrees with the CPU to rounding. Batch
 // norm's per-element formulas, with its ReLU / residual-add epilogues, are the CPU's own
 // (src/kernels/batch_norm_math.h).

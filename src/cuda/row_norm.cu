@@ -1,6 +1,6 @@
 // CUDA kernels of layer norm and group norm (row_norm_forward_kernel and
 // row_norm_backward_kernel, src/ops/nn_kernels.h), the twins of the row norms in
-// src/cpu/norm.cpp with the same per-element math (src/kernels/row_norm_math.h). The front end
+// src/cpu/row_norm.cpp with the same per-element math (src/kernels/row_norm_math.h). The front end
 // hands them contiguous float32 or float64 tensors viewed as [rows, cols] (16-bit inputs are
 // converted to float32 there), so statistics accumulate in double as on the CPU.
 //

@@ -1,5 +1,5 @@
 // The per-element arithmetic of batch norm and of its fused epilogues (ReLU, residual add +
-// ReLU, GELU), shared by the CPU loops (src/cpu/norm.cpp) and the CUDA kernels
+// ReLU, GELU), shared by the CPU loops (src/cpu/batch_norm.cpp) and the CUDA kernels
 // (src/cuda/nn.cu) so both devices round the same values in the same order. The statistics
 // reductions are the devices' own; src/ops/nn_kernels.h states the slots' contract.
 // Note [Batch norm on 16-bit inputs]: a bf16 or float16 input (as autocast leaves a
@@ -9,7 +9,7 @@
 // double, as for float32 inputs; the CPU loops compute a 16-bit input's per-element terms
 // (deviations, xhat, products, grad_input) in float and sum them in float over short runs
 // (64 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
-// double (src/cpu/norm.cpp, LoopAcc; bf16 channels-last through src/cpu/batch_norm_bf16_rows.h):
+// double (src/cpu/batch_norm.cpp, LoopAcc; bf16 channels-last through src/cpu/batch_norm_bf16_rows.h):
 // a short run's float sum (at most 64 roundings of ~2^-24 each) errs far less than the
 // 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for float16), and the
 // float32 parameter gradients keep float32 accuracy, while a float lane holds twice the

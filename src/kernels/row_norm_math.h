@@ -1,4 +1,4 @@
-// Layer norm and group norm per element, shared by the CPU loops (src/cpu/norm.cpp) and the
+// Layer norm and group norm per element, shared by the CPU loops (src/cpu/row_norm.cpp) and the
 // CUDA kernels (src/cuda/row_norm.cu). Both see the input as [rows, cols] rows normalised on
 // their own (src/ops/nn_kernels.h, RowNormArgs) and compute in double from the row's mean
 // and 1/std, which each backend sums in its own order.

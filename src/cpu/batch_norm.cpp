@@ -1,6 +1,6 @@
-// CPU kernels of the normalisation family — batch norm (NCHW and channels-last paths, with
-// its fused ReLU / residual-add epilogues) and the row norms (layer norm, group norm) — plus
-// register_nn_cpu(), the family's one entry point called from register.cpp. Own loops:
+// CPU kernels of batch norm (NCHW and channels-last paths, with its fused ReLU / residual-add /
+// GELU epilogues) plus register_nn_cpu(), the entry point of the nn kernels (batch norm, layer
+// and group norm in row_norm.cpp, pooling, oneDNN convolutions) called from register.cpp. Own loops:
 // statistics accumulate in double (two passes: mean, then squared deviations, which avoids
 // the cancellation of E[x^2] - E[x]^2) and the normalisation is one fused multiply-add per
 // element; the per-element formulas are src/kernels/batch_norm_math.h, shared with CUDA.
@@ -8,17 +8,18 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "cpu/chunked_sums.h"
 #include "cpu/batch_norm_bf16_rows.h"
 #include "cpu/loops.h"
 #include "cpu/vec_convert.h"
 #include "kernels/batch_norm_math.h"
-#include "kernels/row_norm_math.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
 
-void register_pool_cpu();  // pool.cpp
+void register_pool_cpu();      // pool.cpp
+void register_row_norm_cpu();  // row_norm.cpp: layer norm, group norm
 #ifdef IGNIS_WITH_DNNL
 void register_conv_cpu();  // dnnl_conv.cpp
 #endif
@@ -27,32 +28,8 @@ namespace {
 
 using detail::BatchNormArgs;
 using detail::BatchNormBackwardArgs;
-using detail::RowNormArgs;
-using detail::RowNormBackwardArgs;
 using kernels::BnEpilogue;
 using kernels::BnParam;
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
-}
-
-/// parallel_for over [0, n) that also tells f its chunk number (< chunks_for(n, grain)), so
-/// each chunk can own a slice of a partial-sum buffer allocated before the parallel region.
-int64_t chunks_for(int64_t n, int64_t grain) { return detail::num_threads_for(n, grain); }
-template <class F>
-void parallel_chunks(int64_t n, int64_t grain, const F& f) {
-  const int64_t nt = chunks_for(n, grain);
-  const int64_t chunk = (n + nt - 1) / std::max<int64_t>(nt, 1);
-  detail::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { f(b / chunk, b, e); });
-}
-
-/// Sums over chunks: acc[k][j] for k < chunks, into out[j].
-void reduce_chunks(const std::vector<double>& acc, int64_t chunks, int64_t width, double* out) {
-  for (int64_t j = 0; j < width; ++j) out[j] = 0;
-  for (int64_t k = 0; k < chunks; ++k)
-    for (int64_t j = 0; j < width; ++j) out[j] += acc[size_t(k * width + j)];
-}
 
 // ---- batch norm ----------------------------------------------------------------------------
 // Note [Batch norm on 16-bit inputs] (src/kernels/batch_norm_math.h): a bf16/float16 input
@@ -257,7 +234,7 @@ void parallel_rows(int64_t rows, int64_t C, const F& f) {
 template <class T, class P = BnParam<T>>
 void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invstd) {
   const int64_t N = a.n, C = a.c, S = a.s;
-  const T* x = ptr<T>(a.input);
+  const T* x = data_or_null<T>(a.input);
   std::vector<double> m(static_cast<size_t>(C)), v(static_cast<size_t>(C));
   const double count = double(N * S);
   if (cl) {
@@ -281,8 +258,8 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invst
         v.data());
     for (auto& e : v) e /= count;
   }
-  P* rm = ptr<P>(a.running_mean);
-  P* rv = ptr<P>(a.running_var);
+  P* rm = data_or_null<P>(a.running_mean);
+  P* rv = data_or_null<P>(a.running_var);
   for (int64_t c = 0; c < C; ++c) {
     mean[c] = P(m[c]);
     invstd[c] = P(1.0 / std::sqrt(v[c] + a.eps));
@@ -294,9 +271,9 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invst
 
 template <BnEpilogue E, class T>
 void batch_norm_forward_apply(const BatchNormArgs& a, bool cl, const T* scale, const T* shift) {
-  const T* __restrict__ x = ptr<T>(a.input);
-  const T* __restrict__ res = ptr<T>(a.residual);
-  T* __restrict__ y = ptr<T>(a.output);
+  const T* __restrict__ x = data_or_null<T>(a.input);
+  const T* __restrict__ res = data_or_null<T>(a.residual);
+  T* __restrict__ y = data_or_null<T>(a.output);
   channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
     const T *xr = x + i0, *rr = E == BnEpilogue::AddRelu ? res + i0 : nullptr;
     T* yr = y + i0;
@@ -318,9 +295,9 @@ void batch_norm_forward_apply(const BatchNormArgs& a, bool cl, const T* scale, c
 template <BnEpilogue E, class T>
 void batch_norm_forward_apply_16(const BatchNormArgs& a, bool cl, const float* scale,
                                  const float* shift) {
-  const T* x = ptr<T>(a.input);
-  const T* res = ptr<T>(a.residual);
-  T* y = ptr<T>(a.output);
+  const T* x = data_or_null<T>(a.input);
+  const T* res = data_or_null<T>(a.residual);
+  T* y = data_or_null<T>(a.output);
   if constexpr (kBf16Rows<E, T>) {
     if (cl) {
       const int64_t C = a.c;
@@ -392,12 +369,12 @@ void batch_norm_forward(const BatchNormArgs& a) {
   using P = BnParam<T>;
   const int64_t C = a.c;
   const bool cl = detail::batch_norm_walks_rows(a.input, a.s);
-  P* mean = ptr<P>(a.save_mean);
-  P* invstd = ptr<P>(a.save_invstd);
+  P* mean = data_or_null<P>(a.save_mean);
+  P* invstd = data_or_null<P>(a.save_invstd);
   if (a.training) batch_norm_forward_stats<T>(a, cl, mean, invstd);
   // Eval mode folds the running statistics (save_mean/save_invstd) the same way.
   std::vector<P> scale, shift;
-  fold_scale_shift<P>(C, mean, invstd, ptr<P>(a.weight), ptr<P>(a.bias), scale, shift);
+  fold_scale_shift<P>(C, mean, invstd, data_or_null<P>(a.weight), data_or_null<P>(a.bias), scale, shift);
   scale.resize(size_t(bf16_rows::padded_channels(C)));  // zeros past C for the row kernels
   shift.resize(size_t(bf16_rows::padded_channels(C)));
   switch (a.epilogue) {
@@ -471,7 +448,7 @@ void batch_norm_grad_sums(
     double* sg,
     double* sgx) {
   const int64_t N = a.n, C = a.c, S = a.s;
-  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *y = ptr<T>(a.output);
+  const T *x = data_or_null<T>(a.input), *g = data_or_null<T>(a.grad_out), *y = data_or_null<T>(a.output);
   // f(x, g, y, gm, len, off) on the pieces of the run of n values at i0.
   auto pieces = [&](int64_t i0, int64_t n, const auto& f) {
     grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr, n, f);
@@ -612,8 +589,8 @@ void grad_apply_run(
 template <BnEpilogue E, class T, class A = LoopAcc<T>>
 void batch_norm_grad_apply(
     const BatchNormBackwardArgs& a, bool cl, const T* g, const T* y, const GradCoef<A>& q) {
-  const T* x = ptr<T>(a.input);
-  T* gi = ptr<T>(a.grad_input);
+  const T* x = data_or_null<T>(a.input);
+  T* gi = data_or_null<T>(a.grad_input);
   if constexpr (kBf16Rows<E, T>) {
     if (cl) {
       const int64_t C = a.c;
@@ -656,7 +633,7 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   using A = LoopAcc<T>;
   const int64_t C = a.c;
   const bool cl = detail::batch_norm_walks_rows(a.input, a.s);
-  const P *w = ptr<P>(a.weight), *mean = ptr<P>(a.save_mean), *invstd = ptr<P>(a.save_invstd);
+  const P *w = data_or_null<P>(a.weight), *mean = data_or_null<P>(a.save_mean), *invstd = data_or_null<P>(a.save_invstd);
   const size_t width = static_cast<size_t>(C);
   GradCoef<A> q;
   // Every array zero-padded to padded_channels(C) for the bf16 row kernels.
@@ -666,19 +643,19 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   if constexpr (E == BnEpilogue::Gelu) {
     // The forward's scale and shift, rounded to P as it rounded them.
     std::vector<P> scale, shift;
-    fold_scale_shift<P>(C, mean, invstd, w, ptr<P>(a.bias), scale, shift);
+    fold_scale_shift<P>(C, mean, invstd, w, data_or_null<P>(a.bias), scale, shift);
     q.scale.assign(scale.begin(), scale.end());
     q.shift.assign(shift.begin(), shift.end());
   }
   std::vector<double> sg(width), sgx(width);
   // The residual's gradient is the masked gradient: written by the sums pass, it is then the
   // apply pass's input (one tensor read instead of grad_out and the output).
-  T* gr = ptr<T>(a.grad_residual);
+  T* gr = data_or_null<T>(a.grad_residual);
   if (gr)
     batch_norm_grad_sums<E, true, T>(a, cl, q, gr, sg.data(), sgx.data());
   else
     batch_norm_grad_sums<E, false, T>(a, cl, q, nullptr, sg.data(), sgx.data());
-  P *gw = ptr<P>(a.grad_weight), *gb = ptr<P>(a.grad_bias);
+  P *gw = data_or_null<P>(a.grad_weight), *gb = data_or_null<P>(a.grad_bias);
   for (int64_t c = 0; c < C; ++c) gw[c] = P(sgx[c]), gb[c] = P(sg[c]);
   // grad_input = w * invstd * (g - mean(g) - xhat * mean(g * xhat)) in training; the batch
   // statistics terms vanish in eval mode, where they were constants. The coefficients are
@@ -693,7 +670,7 @@ void batch_norm_backward(const BatchNormBackwardArgs& a) {
   if (gr)
     batch_norm_grad_apply<BnEpilogue::None, T>(a, cl, gr, nullptr, q);
   else
-    batch_norm_grad_apply<E, T>(a, cl, ptr<T>(a.grad_out), ptr<T>(a.output), q);
+    batch_norm_grad_apply<E, T>(a, cl, data_or_null<T>(a.grad_out), data_or_null<T>(a.output), q);
 }
 
 template <class T>
@@ -706,154 +683,6 @@ void batch_norm_backward_any(const BatchNormBackwardArgs& a) {
   }
 }
 
-// ---- layer norm and group norm ------------------------------------------------------------
-
-using kernels::AffineIndex;
-
-// A row is normalised with one mean and variance; its affine parameters are indexed by column
-// (layer norm) or are one per channel's run of s columns (group norm). The loops below sum in
-// kLanes double lanes (one serial chain of double adds runs at a few cycles a value) and take
-// a group-norm row channel by channel, so no element pays AffineIndex's division.
-
-/// The sums over j in [0, n) of the pair f(j) adds to (s0, s1), each in kLanes double lanes:
-/// f(j, s0, s1) adds its terms of column j.
-template <class F>
-void lane_sums(int64_t n, double& out0, double& out1, const F& f) {
-  double s0[kLanes] = {}, s1[kLanes] = {};
-  const int64_t full = n / kLanes * kLanes;
-  for (int64_t j = 0; j < full; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) f(j + l, s0[l], s1[l]);
-  for (int64_t j = full; j < n; ++j) f(j, s0[j - full], s1[j - full]);
-  for (int64_t l = 0; l < kLanes; ++l) out0 += s0[l], out1 += s1[l];
-}
-
-/// Calls f(j0, len, k) for the runs of row r's columns that share one affine parameter: for
-/// layer norm the whole row with k = -1 (the parameter of column j is at j); for group norm
-/// each channel's run of s columns with its channel k.
-template <class F>
-void affine_runs(const AffineIndex& ai, int64_t r, int64_t cols, const F& f) {
-  if (ai.groups == 0) return f(int64_t(0), cols, int64_t(-1));
-  const int64_t c0 = (r % ai.groups) * ai.cpg;
-  for (int64_t c = 0; c < ai.cpg; ++c) f(c * ai.s, ai.s, c0 + c);
-}
-
-/// Layer norm's per-column parameter p, or its identity `fill` in every column when p is
-/// absent (kept in `own`), so the column loops read an array either way.
-template <class T>
-const T* per_column(const T* p, int64_t cols, T fill, std::vector<T>& own) {
-  if (p) return p;
-  own.assign(size_t(cols), fill);
-  return own.data();
-}
-
-template <class T>
-void row_norm_forward(const RowNormArgs& a) {
-  const AffineIndex ai{a.groups, a.channels_per_group, a.s};
-  const T *x = ptr<T>(a.input), *w = ptr<T>(a.weight), *b = ptr<T>(a.bias);
-  T *y = ptr<T>(a.output), *mean = ptr<T>(a.mean), *invstd = ptr<T>(a.invstd);
-  const int64_t cols = a.cols;
-  std::vector<T> ones, zeros;
-  const T* wc = ai.groups == 0 ? per_column(w, cols, T(1), ones) : nullptr;
-  const T* bc = ai.groups == 0 ? per_column(b, cols, T(0), zeros) : nullptr;
-  detail::parallel_for(0, a.rows, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(cols, 1)),
-                       [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * cols;
-      double m = 0, v = 0, unused = 0;
-      lane_sums(cols, m, unused, [&](int64_t j, double& s, double&) { s += double(xr[j]); });
-      m /= double(cols);
-      lane_sums(cols, v, unused, [&](int64_t j, double& s, double&) {
-        const double d = double(xr[j]) - m;
-        s += d * d;
-      });
-      const double is = 1.0 / std::sqrt(v / double(cols) + a.eps);
-      mean[r] = T(m), invstd[r] = T(is);
-      T* yr = y + r * cols;
-      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
-        const T* xs = xr + j0;
-        T* ys = yr + j0;
-        if (k < 0) {
-          for (int64_t j = 0; j < len; ++j)
-            ys[j] = T(kernels::row_norm_value(
-                double(xs[j]), m, is, double(wc[j0 + j]), double(bc[j0 + j])));
-          return;
-        }
-        const double wk = w ? double(w[k]) : 1.0, bk = b ? double(b[k]) : 0.0;
-        for (int64_t j = 0; j < len; ++j)
-          ys[j] = T(kernels::row_norm_value(double(xs[j]), m, is, wk, bk));
-      });
-    }
-  });
-}
-
-template <class T>
-void row_norm_backward(const RowNormBackwardArgs& a) {
-  const AffineIndex ai{a.groups, a.channels_per_group, a.s};
-  const T *x = ptr<T>(a.input), *g = ptr<T>(a.grad_out), *w = ptr<T>(a.weight);
-  const T *mean = ptr<T>(a.mean), *invstd = ptr<T>(a.invstd);
-  T* gi = ptr<T>(a.grad_input);
-  const int64_t cols = a.cols, width = ai.size(cols);
-  const bool affine = a.grad_weight.defined();
-  std::vector<T> ones;
-  const T* wc = ai.groups == 0 ? per_column(w, cols, T(1), ones) : nullptr;
-  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(cols, 1));
-  const int64_t chunks = chunks_for(a.rows, grain);
-  // Per chunk: partial sums of grad_weight (first width) and grad_bias (next width).
-  std::vector<double> acc(affine ? size_t(chunks * 2 * width) : 0, 0.0);
-  parallel_chunks(a.rows, grain, [&](int64_t ck, int64_t r0, int64_t r1) {
-    double* pw = affine ? acc.data() + ck * 2 * width : nullptr;
-    for (int64_t r = r0; r < r1; ++r) {
-      const T *xr = x + r * cols, *gr = g + r * cols;
-      const double m = double(mean[r]), is = double(invstd[r]);
-      // The row sums of gx = g * w and gx * xhat, and the parameter gradients' terms.
-      double sg = 0, sgx = 0;
-      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
-        const T *xs = xr + j0, *gs = gr + j0;
-        if (k < 0) {  // layer norm: a weight per column
-          lane_sums(len, sg, sgx, [&](int64_t j, double& s0, double& s1) {
-            const double gx = double(gs[j]) * double(wc[j0 + j]);
-            s0 += gx, s1 += gx * ((double(xs[j]) - m) * is);
-          });
-          if (pw)
-            for (int64_t j = 0; j < len; ++j) {
-              const double gv = double(gs[j]);
-              pw[j0 + j] += gv * ((double(xs[j]) - m) * is), pw[width + j0 + j] += gv;
-            }
-          return;
-        }
-        double s0 = 0, s1 = 0;  // sums of g and g * xhat over the channel's run
-        lane_sums(len, s0, s1, [&](int64_t j, double& t0, double& t1) {
-          const double gv = double(gs[j]);
-          t0 += gv, t1 += gv * ((double(xs[j]) - m) * is);
-        });
-        const double wk = w ? double(w[k]) : 1.0;
-        sg += wk * s0, sgx += wk * s1;
-        if (pw) pw[k] += s1, pw[width + k] += s0;
-      });
-      sg /= double(cols), sgx /= double(cols);
-      T* gir = gi + r * cols;
-      affine_runs(ai, r, cols, [&](int64_t j0, int64_t len, int64_t k) {
-        const T *xs = xr + j0, *gs = gr + j0;
-        T* out = gir + j0;
-        if (k < 0) {
-          for (int64_t j = 0; j < len; ++j)
-            out[j] = T(kernels::row_norm_grad(
-                double(xs[j]), double(gs[j]), double(wc[j0 + j]), m, is, sg, sgx));
-          return;
-        }
-        const double wk = w ? double(w[k]) : 1.0;
-        for (int64_t j = 0; j < len; ++j)
-          out[j] = T(kernels::row_norm_grad(double(xs[j]), double(gs[j]), wk, m, is, sg, sgx));
-      });
-    }
-  });
-  if (!affine) return;
-  std::vector<double> tot(static_cast<size_t>(2 * width));
-  reduce_chunks(acc, chunks, 2 * width, tot.data());
-  T *gw = ptr<T>(a.grad_weight), *gb = ptr<T>(a.grad_bias);
-  for (int64_t k = 0; k < width; ++k) gw[k] = T(tot[k]), gb[k] = T(tot[width + k]);
-}
-
 }  // namespace
 
 void register_nn_cpu() {
@@ -864,12 +693,7 @@ void register_nn_cpu() {
   batch_norm_backward_kernel.set(DeviceType::CPU, [](const BatchNormBackwardArgs& a) {
     visit_floating_storage(a.input.dtype(), [&]<class T>() { batch_norm_backward_any<T>(a); });
   });
-  row_norm_forward_kernel.set(DeviceType::CPU, [](const RowNormArgs& a) {
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_forward<T>(a); });
-  });
-  row_norm_backward_kernel.set(DeviceType::CPU, [](const RowNormBackwardArgs& a) {
-    visit_float_or_double(a.input.dtype(), [&]<class T>() { row_norm_backward<T>(a); });
-  });
+  register_row_norm_cpu();
   register_pool_cpu();
 #ifdef IGNIS_WITH_DNNL
   register_conv_cpu();
