@@ -286,5 +286,24 @@ int main(int argc, char** argv) {
       ignis::batch_norm(x, rm, rv, w, b, true).backward(g);
     });
   }
+  // Classification heads at ImageNet's width: the fused cross-entropy of [4096, 1000] logits,
+  // forward and backward (logits in, probabilities kept, gradient out), and the argmax of each
+  // row, as accuracy is counted.
+  if (wanted(o, "cross_entropy") || wanted(o, "argmax_rows")) {
+    const double n = 4096.0 * 1000;
+    Tensor x = input({4096, 1000}, -4, 4);
+    std::vector<int64_t> targets(4096);
+    for (size_t i = 0; i < targets.size(); ++i) targets[i] = int64_t(i * 7 % 1000);
+    Tensor y = ignis::tensor(targets);
+    x.requires_grad_();
+    row(o, "cross_entropy", "[4096,1000] f32, fwd+bwd", 4 * n * F, 8 * n, [&] {
+      x.mutable_grad() = Tensor();
+      ignis::nn::functional::cross_entropy(x, y).backward();
+    });
+    Tensor xd = x.detach();
+    row(o, "argmax_rows", "[4096,1000] f32, dim 1", n * F, n, [&] {
+      Tensor m = ignis::argmax(xd, 1);
+    });
+  }
   return 0;
 }

@@ -206,6 +206,22 @@ def main():
 
         row("batch_norm_1d", "[4096,512] f32, fwd+bwd", 5 * n * B, 14 * n, step_1d)
 
+    # Classification heads at ImageNet's width: fused cross-entropy forward + backward and the
+    # argmax of each row.
+    if wanted("cross_entropy") or wanted("argmax_rows"):
+        n = 4096.0 * 1000
+        xc = inp([4096, 1000], -4, 4).requires_grad_()
+        yc = torch.remainder(torch.arange(4096) * 7, 1000)
+
+        def ce():
+            with torch.enable_grad():
+                xc.grad = None
+                torch.nn.functional.cross_entropy(xc, yc).backward()
+
+        xa = xc.detach()
+        row("cross_entropy", "[4096,1000] f32, fwd+bwd", 4 * n * 4, 8 * n, ce)
+        row("argmax_rows", "[4096,1000] f32, dim 1", n * 4, n, lambda: xa.argmax(1))
+
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,7 @@
 #include "kernels/cross_entropy_math.h"
 #include "kernels/fast_math.h"
 #include "ops/loss_kernels.h"
+#include "ops/reduce_kernels.h"  // the softmax kernel the rows go through
 
 namespace ignis::cpu {
 namespace {
@@ -36,33 +37,11 @@ double weight_total(const detail::CrossEntropyArgs& a) {
   return s;
 }
 
-/// exp for the softmax: the vectorisable kernels::fast_exp for float (within 2 ulp; std::exp
-/// is a call per element), std::exp for double.
-template <class T>
-T softmax_exp(T x) {
-  if constexpr (std::is_same_v<T, float>) return kernels::fast_exp(x);
-  else return std::exp(x);
-}
-
-/// Row i's softmax into p (its c probabilities) and its log-sum-exp, returned: exp in T,
-/// summed in double.
-template <class T>
-double softmax_row(const T* row, T* p, int64_t c) {
-  T m = row[0];
-  for (int64_t j = 1; j < c; ++j) m = row[j] > m ? row[j] : m;
-#pragma omp simd
-  for (int64_t j = 0; j < c; ++j) p[j] = softmax_exp<T>(row[j] - m);  // vectorises alone
-  double s = 0;
-  for (int64_t j = 0; j < c; ++j) s += double(p[j]);
-  const T inv = T(1 / s);
-  for (int64_t j = 0; j < c; ++j) p[j] *= inv;
-  return double(m) + std::log(s);
-}
-
-/// The softmax of 8 rows of c <= kMaxLaneClasses classes at once, one row per vector lane,
-/// with their log-sum-exps in lse[0..8): a row of a few classes (the MLP's 10) fills no vector,
-/// and row after row is one short dependency chain after another (max, exp, sum, divide, log),
-/// which left a [64, 10] batch at ~2 us. The same arithmetic as softmax_row per lane.
+/// The softmax of 8 rows of c <= kMaxLaneClasses float classes at once, one row per vector
+/// lane, with their log-sum-exps in lse[0..8): a row of a few classes (the MLP's 10) fills no
+/// vector, and row after row is one short dependency chain after another (max, exp, sum,
+/// divide, log), which left a [64, 10] batch at ~2 us. Exponentials by kernels::fast_exp and
+/// summed in double, as the softmax kernel's rows.
 constexpr int64_t kLanes = 8, kMaxLaneClasses = 16;
 void softmax_8_rows(const float* x, float* p, int64_t c, double* lse) {
   float m[kLanes], e[kMaxLaneClasses][kLanes];
@@ -89,33 +68,52 @@ void softmax_8_rows(const float* x, float* p, int64_t c, double* lse) {
   }
 }
 
+/// Every row's softmax into a.prob and its log-sum-exp into lse[0..n): float rows of a few
+/// classes eight at a time (softmax_8_rows), the rest by the softmax kernel's row loop, whose
+/// passes vectorise along the row (a serial loop here had left [4096, 1000] logits 1.5x
+/// behind PyTorch).
+template <class T>
+void softmax_rows(const CrossEntropyForward& a, double* lse) {
+  const T* x = static_cast<const T*>(a.logits);
+  T* prob = static_cast<T*>(a.prob);
+  int64_t done = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.c <= kMaxLaneClasses) {
+      const int64_t groups = a.n / kLanes, span = kLanes * a.c;
+      detail::parallel_for(
+          0, groups, std::max<int64_t>(1, detail::kGrainSize / span), [&](int64_t b, int64_t e) {
+            for (int64_t g = b; g < e; ++g)
+              softmax_8_rows(x + g * span, prob + g * span, a.c, lse + g * kLanes);
+          });
+      done = groups * kLanes;
+    }
+  }
+  if (done == a.n) return;
+  detail::SoftmaxArgs rest;
+  rest.in = reinterpret_cast<const char*>(x + done * a.c);
+  rest.out = reinterpret_cast<char*>(prob + done * a.c);
+  rest.dtype = a.dtype;
+  rest.outer = a.n - done;
+  rest.dim = a.c;
+  rest.device = Device(DeviceType::CPU);
+  rest.lse = lse + done;
+  detail::softmax_kernel.get(rest.device)(rest);
+}
+
 template <class T>
 void forward_rows(CrossEntropyForward& a) {
   const T* x = static_cast<const T*>(a.logits);
-  T* prob = static_cast<T*>(a.prob);
   const double eps = a.label_smoothing, C = double(a.c);
-  std::vector<double> row_loss(size_t(a.n), 0.0);
-  const int64_t grain = std::max<int64_t>(kLanes, detail::kGrainSize / std::max<int64_t>(a.c, 1));
+  std::vector<double> lse(size_t(a.n)), row_loss(size_t(a.n), 0.0);
+  softmax_rows<T>(a, lse.data());
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / (eps > 0 ? a.c : 1));
   detail::parallel_for(0, a.n, grain, [&](int64_t begin, int64_t end) {
-    double lse[kLanes];
     for (int64_t i = begin; i < end; ++i) {
-      const T* row = x + i * a.c;
-      double l;
-      if constexpr (std::is_same_v<T, float>) {
-        // Rows (begin + 8q) .. (begin + 8q + 7) together, their log-sum-exps kept in lse.
-        const int64_t lane = (i - begin) % kLanes;
-        if (a.c <= kMaxLaneClasses && end - (i - lane) >= kLanes) {
-          if (lane == 0) softmax_8_rows(row, prob + i * a.c, a.c, lse);
-          l = lse[lane];
-        } else {
-          l = softmax_row<T>(row, prob + i * a.c, a.c);
-        }
-      } else {
-        l = softmax_row<T>(row, prob + i * a.c, a.c);
-      }
       if (ignored(a, i)) continue;
       const int64_t t = a.target[i];
       if (t < 0 || t >= a.c) continue;  // reported by the caller from bad_row
+      const T* row = x + i * a.c;
+      const double l = lse[size_t(i)];
       double smooth = 0;
       if (eps > 0)
         for (int64_t j = 0; j < a.c; ++j) smooth += class_weight<T>(a, j) * (l - double(row[j]));

@@ -120,6 +120,44 @@ struct ArgExtremeOp {
     if (p.out) store<T>(p, off, a.v);
     reinterpret_cast<int64_t*>(p.indices)[off] = a.i;
   }
+  /// A contiguous run of n >= kRunLanes elements at positions pos, pos + 1, ...: two passes
+  /// that vectorise instead of one serial chain of compare-and-select (argmax over rows of
+  /// 1000 took 1.5 ns an element). First the extreme value and whether any NaN occurs, then
+  /// the first position holding the extreme (or the first NaN), kRunLanes elements per test.
+  /// The result is reduce's over the run: ties and -0 == +0 go to the first position.
+  static constexpr int64_t kRunLanes = 16;
+  Acc fold_run(const T* x, int64_t n, int64_t pos) const {
+    auto better = [](V v, V than) { return kMax ? v > than : v < than; };
+    V best[kRunLanes];
+    int nan[kRunLanes];
+    for (int64_t j = 0; j < kRunLanes; ++j) best[j] = V(x[j]), nan[j] = is_nan(best[j]);
+    int64_t i = kRunLanes;
+    for (; i + kRunLanes <= n; i += kRunLanes) {
+#pragma omp simd
+      for (int64_t j = 0; j < kRunLanes; ++j) {
+        const V v = V(x[i + j]);
+        best[j] = better(v, best[j]) ? v : best[j];
+        nan[j] |= v != v;
+      }
+    }
+    V m = best[0];
+    int any_nan = 0;
+    for (int64_t j = 0; j < kRunLanes; ++j) m = better(best[j], m) ? best[j] : m, any_nan |= nan[j];
+    for (; i < n; ++i) {
+      const V v = V(x[i]);
+      m = better(v, m) ? v : m;
+      any_nan |= is_nan(v);
+    }
+    auto holds = [&](V v) { return any_nan ? v != v : v == m; };
+    for (int64_t b = 0;; b += kRunLanes) {  // the loop ends: some element holds m or a NaN
+      const int64_t e = std::min(n, b + kRunLanes);
+      int hit = 0;
+      for (int64_t k = b; k < e; ++k) hit |= holds(V(x[k]));
+      if (!hit) continue;
+      for (int64_t k = b;; ++k)
+        if (holds(V(x[k]))) return {V(x[k]), pos + k};
+    }
+  }
 };
 
 /// Welford's running mean and sum of squared deviations, merged with Chan's formula.

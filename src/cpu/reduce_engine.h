@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <vector>
 
 #include <omp.h>
@@ -89,6 +90,13 @@ void for_each_run(const ReducePlan& p, int64_t begin, int64_t end, const F& f) {
 template <class Op>
 concept HasLanes = requires { typename Op::Lane; };
 
+/// Functors may fold a whole contiguous run of at least Op::kRunLanes elements themselves
+/// (fold_run(x, n, pos) returning the run's Acc), when the lanes of Acc would not vectorise.
+template <class Op>
+concept HasRunFold = requires(const Op& op, const typename Op::In* x) {
+  { op.fold_run(x, int64_t(0), int64_t(0)) } -> std::same_as<typename Op::Acc>;
+};
+
 /// True when the CPU runs AVX2 and FMA: hot loops compiled twice (baseline and
 /// [[gnu::target("avx2,fma")]]) pick their version with it, since the library is built for the
 /// baseline ISA.
@@ -141,7 +149,11 @@ inline void reduce_run(const Op& op, typename Op::Acc& acc, const typename Op::I
     for (int64_t i = 0; i < n; ++i) op.reduce(acc, x[i * stride], pos + i);
     return;
   }
-  if constexpr (HasLanes<Op>) {
+  if constexpr (HasRunFold<Op>) {
+    static_assert(
+        Op::kRunLanes <= 2 * kLanes, "runs folded here have at least 2 * kLanes elements");
+    op.combine(acc, op.fold_run(x, n, pos));
+  } else if constexpr (HasLanes<Op>) {
 #if defined(__x86_64__) && defined(__GNUC__)
     static const auto fold = cpu_has_avx2() ? &fold_lanes_avx2<Op> : &fold_lanes_base<Op>;
     fold(op, acc, x, n);

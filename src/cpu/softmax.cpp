@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "core/parallel.h"
 #include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "kernels/convert.h"
@@ -70,6 +71,7 @@ template <class T, bool kLog>
       }
       total += double(s);
     }
+    if (a.lse) a.lse[row] = double(m) + std::log(total);
     // Pass 3: scale, or subtract the log of the sum.
     if constexpr (kLog) {
       const C shift = C(std::log(total));
@@ -168,6 +170,7 @@ void softmax_typed(const SoftmaxArgs& a) {
                          [&](int64_t b, int64_t e) { rows(a, b, e); });
     return;
   }
+  IGNIS_CHECK(!a.lse, Error, "[softmax] log-sum-exps are written for contiguous rows only");
   const ItemsFn columns = pick<T, kLog, false>();
   const int64_t items = a.outer * ((a.inner + kTile - 1) / kTile);
   detail::parallel_for(0, items, std::max<int64_t>(1, detail::kGrainSize / (work_per_row * kTile)),

@@ -5,6 +5,7 @@
 //     warp for rows up to 1024, the whole block beyond), all-reduced with shuffles.
 //   inner > 1: a thread per (outer, column) walks the dim; neighbouring threads read
 //     neighbouring columns, so the loads coalesce.
+#include "core/error.h"
 #include "cuda/launch.cuh"
 #include "kernels/convert.h"
 #include "ops/reduce_kernels.h"
@@ -113,6 +114,8 @@ void run(const SoftmaxArgs& a) {
 }
 
 void softmax_kernel(const SoftmaxArgs& a) {
+  // The CUDA cross-entropy reduces its rows itself (loss_optim.cu); only the CPU's uses lse.
+  IGNIS_CHECK(!a.lse, NotImplementedError, "[softmax] log-sum-exps are written on the CPU only");
   if (a.outer * a.inner * a.dim == 0) return;
   visit_dtype(a.dtype, [&]<class T>() {
     if constexpr (kernels::is_floating_v<T>) {

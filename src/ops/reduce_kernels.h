@@ -70,6 +70,9 @@ struct SoftmaxArgs {
   int64_t outer = 1, dim = 1, inner = 1;
   bool log = false;
   Device device;
+  /// When set (CPU, contiguous rows only: inner == 1), row r's log-sum-exp, max + log(sum of
+  /// exp(x - max)), goes to lse[r]: the CPU's fused cross-entropy reads its losses from it.
+  double* lse = nullptr;
 };
 inline KernelSlot<void (*)(const SoftmaxArgs&)> softmax_kernel{"softmax"};
 

@@ -88,12 +88,14 @@ TEST(CrossEntropy, ClassIndicesEveryOption) {
 }
 
 // float32 logits of few classes take the kernel's path that computes 8 rows at once (one per
-// vector lane): per-row losses and gradients against float64 for batches of whole and partial
-// groups of 8 rows, up to and past its 16-class limit, with an ignored row and class weights.
+// vector lane), the rest (and more classes) the softmax kernel's rows: per-row losses and
+// gradients against float64 for batches of whole and partial groups of 8 rows, up to and past
+// the 16-class limit and past the softmax's 1024-element sum blocks, with an ignored row and
+// class weights.
 TEST(CrossEntropy, Float32RowGroupsMatchFloat64) {
   uint64_t seed = 900;
   for (int64_t N : {8, 21, 64})
-    for (int64_t C : {1, 2, 10, 16, 17}) {
+    for (int64_t C : {1, 2, 10, 16, 17, 1500}) {
       SCOPED_TRACE(::testing::Message() << "N " << N << " C " << C);
       const auto xv = random_values(N * C, -4, 4, seed++);
       std::vector<int64_t> t(static_cast<size_t>(N));

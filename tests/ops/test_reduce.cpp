@@ -392,6 +392,52 @@ TEST(Reduce, NanPropagationAndFirstIndex) {
   EXPECT_TRUE(std::isnan(sum(tensor<double>({1, kNaN})).item<double>()));
 }
 
+// argmax/argmin over contiguous runs of 32 or more fold each run in two passes (its extreme,
+// then the first position holding it): rows with ties spread over lanes and blocks, -0 before
+// +0, NaN in the middle or only in the tail, the extreme in the last element, and outputs that
+// fold two runs each (a narrowed [2, n + 5] flattened), against the serial rule of r_argmax.
+TEST(Reduce, ArgExtremeOfLongRunsKeepsTheSerialRule) {
+  for (int64_t n : {32, 33, 47, 1000}) {
+    std::vector<double> base(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) base[size_t(i)] = double((i * 37) % 11) - 5;  // many ties
+    std::vector<std::vector<double>> rows(5, base);
+    rows[1].assign(size_t(n), -1.0);
+    rows[1][size_t(n / 3)] = -0.0;
+    rows[1][size_t(n / 2)] = 0.0;
+    rows[2][size_t(n / 2)] = kNaN;
+    rows[2][size_t(n - 1)] = kNaN;
+    rows[3][size_t(n - 1)] = kNaN;
+    rows[4][size_t(n - 1)] = 9;
+    for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt32}) {
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const auto& row = rows[r];
+        const bool has_nan =
+            std::any_of(row.begin(), row.end(), [](double v) { return std::isnan(v); });
+        if (has_nan && !is_floating(dt)) continue;
+        SCOPED_TRACE(fmt::format("n {} dtype {} row {}", n, dtype_name(dt), r));
+        const Tensor x = tensor(row).to(dt);
+        const auto imax = int64_t(r_argmax(row)), imin = int64_t(r_argmin(row));
+        EXPECT_EQ(argmax(x).item<int64_t>(), imax);
+        EXPECT_EQ(argmin(x).item<int64_t>(), imin);
+        auto [v, i] = max(x, 0);
+        EXPECT_EQ(i.item<int64_t>(), imax);
+        if (is_floating(dt))  // the value at that position, -0 kept
+          EXPECT_EQ(std::signbit(v.item<double>()), std::signbit(row[size_t(imax)]));
+        // Two runs per output: the same row twice, then a second row with a larger value.
+        Tensor wide = zeros({2, n + 5}, dt);
+        Tensor two = wide.narrow(1, 0, n);
+        two.copy_(stack({x, x}));
+        EXPECT_EQ(argmax(two).item<int64_t>(), imax);
+        EXPECT_EQ(argmin(two).item<int64_t>(), imin);
+        if (!has_nan) {
+          two.select(0, 1).narrow(0, 5, 1).fill_(100);
+          EXPECT_EQ(argmax(two).item<int64_t>(), n + 5);
+        }
+      }
+    }
+  }
+}
+
 TEST(Reduce, BroadcastInput) {
   // Expanded inputs have stride 0 along the broadcast dim, reduced or kept.
   const Tensor row = tensor<double>({1, -2, 3});
