@@ -212,6 +212,113 @@ TEST(GroupNorm, ForwardAndGradients) {
              {N, C, 2, 2}, {C}, cl);
 }
 
+/// Rows normalised on their own in float64 loops: output y and, for upstream gradient g, the
+/// input, weight and bias gradients; param(r, j) is the affine index of column j of row r.
+struct RowNormRef {
+  std::vector<double> y, gi, gw, gb;
+};
+template <class Param>
+RowNormRef row_norm_ref(
+    const std::vector<double>& x,
+    const std::vector<double>& g,
+    const std::vector<double>& w,
+    const std::vector<double>& b,
+    int64_t rows,
+    int64_t cols,
+    const Param& param,
+    double eps) {
+  RowNormRef o{
+      std::vector<double>(x.size()),
+      std::vector<double>(x.size()),
+      std::vector<double>(w.size(), 0.0),
+      std::vector<double>(w.size(), 0.0)};
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x.data() + r * cols;
+    const double* gr = g.data() + r * cols;
+    double m = 0, v = 0, sg = 0, sgx = 0;
+    for (int64_t j = 0; j < cols; ++j) m += xr[j];
+    m /= double(cols);
+    for (int64_t j = 0; j < cols; ++j) v += (xr[j] - m) * (xr[j] - m);
+    const double is = 1 / std::sqrt(v / double(cols) + eps);
+    for (int64_t j = 0; j < cols; ++j) {
+      const auto k = size_t(param(r, j));
+      const double xh = (xr[j] - m) * is;
+      o.y[size_t(r * cols + j)] = xh * w[k] + b[k];
+      sg += gr[j] * w[k], sgx += gr[j] * w[k] * xh;
+      o.gw[k] += gr[j] * xh, o.gb[k] += gr[j];
+    }
+    sg /= double(cols), sgx /= double(cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      const double xh = (xr[j] - m) * is;
+      o.gi[size_t(r * cols + j)] = is * (gr[j] * w[size_t(param(r, j))] - sg - xh * sgx);
+    }
+  }
+  return o;
+}
+
+/// Values rounded to float32, so a float32 tensor holds them exactly.
+std::vector<double> float_values(std::vector<double> v) {
+  for (double& e : v) e = double(float(e));
+  return v;
+}
+
+// float32 rows are computed in float with double totals (src/cpu/row_norm.cpp): against the
+// float64 loops on the same float32 values, for rows longer than one fold of the float lanes
+// (3000 > 16 * 64), more rows than one fold of the weight-gradient partials (300 > 64), and
+// (forward only) rows whose mean is large against their spread, which the float loops centre
+// exactly. The backward reads the saved float32 mean, as PyTorch's does, so it gets ordinary
+// rows.
+TEST(LayerNorm, Float32RowsMatchFloat64Loops) {
+  const int64_t R = 300, C = 3000;
+  auto xv = random_values(R * C, -2, 2, 60);
+  const auto g = float_values(random_values(R * C, -1, 1, 61));
+  const auto w = float_values(random_values(C, 0.5, 1.5, 62));
+  const auto b = float_values(random_values(C, -1, 1, 63));
+  const auto column = [](int64_t, int64_t j) { return j; };
+  const Tensor tw = make_input(w, {C}, kFloat32), tb = make_input(b, {C}, kFloat32);
+  {
+    xv = float_values(xv);
+    const Tensor x = make_input(xv, {R, C}, kFloat32);
+    const auto ref = row_norm_ref(xv, g, w, b, R, C, column, 1e-5);
+    const auto r = detail::layer_norm_forward(x, {C}, tw, tb, 1e-5);
+    EXPECT_TRUE(all_close(r.output, ref.y, 1e-5, 1e-5));
+    const auto gr = detail::layer_norm_backward(
+        make_input(g, {R, C}, kFloat32), x, {C}, r.save_mean, r.save_invstd, tw);
+    EXPECT_TRUE(all_close(gr.input, ref.gi, 1e-4, 1e-5));
+    EXPECT_TRUE(all_close(gr.weight, ref.gw, 1e-5, 1e-4));
+    EXPECT_TRUE(all_close(gr.bias, ref.gb, 1e-5, 1e-4));
+  }
+  // Every row around 1000 with a spread of 0.02: float sums of the raw values would lose the
+  // centre (ulp(1000) is 6e-5); the output matches the float64 loops still.
+  auto offset = xv;
+  for (double& e : offset) e = 1000 + 0.01 * e;
+  offset = float_values(offset);
+  const auto ref = row_norm_ref(offset, g, w, b, R, C, column, 1e-5);
+  const auto r =
+      detail::layer_norm_forward(make_input(offset, {R, C}, kFloat32), {C}, tw, tb, 1e-5);
+  EXPECT_TRUE(all_close(r.output, ref.y, 1e-4, 1e-4));
+}
+
+// Group norm's channel runs in float32: [4, 8, 40, 40] in 2 groups (runs of 1600 values, past
+// one fold of the float lanes), NCHW, against the float64 loops.
+TEST(GroupNorm, Float32RowsMatchFloat64Loops) {
+  const int64_t N = 4, C = 8, G = 2, HW = 1600, cols = C / G * HW;
+  const auto x = float_values(random_values(N * C * HW, -2, 3, 70));
+  const auto g = float_values(random_values(N * C * HW, -1, 1, 71));
+  const auto w = float_values(random_values(C, 0.5, 1.5, 72));
+  const auto b = float_values(random_values(C, -1, 1, 73));
+  const auto channel = [&](int64_t r, int64_t j) { return (r % G) * (C / G) + j / HW; };
+  const auto ref = row_norm_ref(x, g, w, b, N * G, cols, channel, 1e-5);
+  const Tensor tx = make_input(x, {N, C, 40, 40}, kFloat32), tw = make_input(w, {C}, kFloat32);
+  const auto r = detail::group_norm_forward(tx, G, tw, make_input(b, {C}, kFloat32), 1e-5);
+  EXPECT_TRUE(all_close(r.output, ref.y, 1e-5, 1e-5));
+  const auto gr = detail::group_norm_backward(
+      make_input(g, {N, C, 40, 40}, kFloat32), tx, G, r.save_mean, r.save_invstd, tw);
+  EXPECT_TRUE(all_close(gr.input, ref.gi, 1e-4, 1e-5));
+  EXPECT_TRUE(all_close(gr.weight, ref.gw, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close(gr.bias, ref.gb, 1e-5, 1e-4));
+}
+
 TEST(Norm, ErrorMessages) {
   EXPECT_THROW_MSG(detail::batch_norm_forward(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5),
                    ValueError, "[batch_norm] expected more than 1 value per channel when training, got input size [1, 3]");
