@@ -1,8 +1,8 @@
 // CPU softmax / log_softmax and cumsum over a contiguous tensor viewed as (outer, dim, inner).
 // softmax along a contiguous row (inner == 1) makes three passes over the row while it sits in
 // cache: max, sum of exp(x - max) (softmax stores the exponentials), then the scaling. Float
-// rows use kernels::fast_exp so the passes vectorise; on x86 the row loop is also compiled for
-// AVX2+FMA and picked at run time, since the library itself is built for the baseline ISA.
+// rows use kernels::fast_exp so the passes vectorise; on x86 the loops are also compiled for
+// AVX2+FMA and for AVX-512 and picked at run time (cpu_has_avx2, use_avx512).
 // Along another dim the same passes run over tiles of `inner` columns, vectorised across them.
 #include <cmath>
 #include <limits>
@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "cpu/cpu_features.h"  // use_avx512
 #include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "kernels/convert.h"
 #include "kernels/fast_math.h"
@@ -151,11 +152,23 @@ template <class T, bool kLog, bool kRows>
   if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
   else softmax_columns_impl<T, kLog>(a, b, e);
 }
+// And for AVX-512 (16 floats a vector; the exponentials are most of a row's work): the rows
+// of [4096, 4096] take 10.6 ms at one thread with AVX2 against PyTorch's 8.2 with its AVX-512
+// kernels.
+template <class T, bool kLog, bool kRows>
+[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl,fma")]] void softmax_avx512(
+    const SoftmaxArgs& a, int64_t b, int64_t e) {
+  if constexpr (kRows)
+    softmax_rows_impl<T, kLog>(a, b, e);
+  else
+    softmax_columns_impl<T, kLog>(a, b, e);
+}
 #endif
 
 template <class T, bool kLog, bool kRows>
 ItemsFn pick() {
 #if defined(__x86_64__) && defined(__GNUC__)
+  if (use_avx512()) return &softmax_avx512<T, kLog, kRows>;
   if (cpu_has_avx2()) return &softmax_avx2<T, kLog, kRows>;
 #endif
   return &softmax_base<T, kLog, kRows>;
