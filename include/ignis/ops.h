@@ -298,5 +298,12 @@ int get_num_threads();
 /// Which library runs CPU matrix products, with OpenBLAS's kernel set, e.g. "OpenBLAS (Zen
 /// kernels)" (src/cpu/sgemm_library.cpp says how it is chosen; IGNIS_CPU_GEMM overrides).
 std::string cpu_matmul_library();
+/// Whether float32 3x3 stride-1 convolutions on the CPU may use oneDNN's Winograd kernels
+/// (Note [Winograd convolutions], src/cpu/dnnl_conv.cpp): forward and input gradient 1.5-4x
+/// faster on ResNet's layers, with rounding errors a few times a direct convolution's (about
+/// 1e-6 of the output's scale, where cuDNN's default TF32 convolutions round at 1e-3). On by
+/// default; IGNIS_CPU_WINOGRAD=0 in the environment turns it off from the start.
+void set_cpu_winograd(bool allow);
+bool cpu_winograd();
 
 }  // namespace ignis

@@ -1,5 +1,10 @@
-// set_num_threads / get_num_threads: one OpenMP pool shared by our loops and OpenBLAS.
+// CPU execution settings: set_num_threads / get_num_threads (one OpenMP pool shared by our
+// loops and OpenBLAS) and the Winograd switch of the CPU convolutions.
 #include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 #include "ignis/ops.h"
@@ -15,5 +20,18 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() { return omp_get_max_threads(); }
+
+namespace {
+std::atomic<bool>& winograd_flag() {
+  static std::atomic<bool> on{[] {
+    const char* env = std::getenv("IGNIS_CPU_WINOGRAD");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }()};
+  return on;
+}
+}  // namespace
+
+void set_cpu_winograd(bool allow) { winograd_flag().store(allow); }
+bool cpu_winograd() { return winograd_flag().load(); }
 
 }  // namespace ignis

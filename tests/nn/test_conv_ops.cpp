@@ -189,6 +189,45 @@ TEST(Conv2d, BFloat16ForwardAndBackwardMatchFloat64OnRoundedInputs) {
   }
 }
 
+// Note [Winograd convolutions] (src/cpu/dnnl_conv.cpp): float32 3x3 stride-1 convolutions of
+// 64 or more channels take oneDNN's Winograd kernels where the CPU has them, forward and input
+// gradient, in NCHW and channels-last, against the float64 loops with the switch on and off;
+// with the switch on, results differ from the direct ones where AVX-512 (and so Winograd) is
+// there, which shows the switch is what chose the path.
+TEST(Conv2d, WinogradForwardAndInputGradientMatchFloat64) {
+  const ConvCase cases[] = {
+      {"wino64", 2, 64, 12, 12, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"wino_odd", 1, 96, 9, 7, 80, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false}};
+  const bool winograd_here = __builtin_cpu_supports("avx512f");
+  for (const ConvCase& k : cases)
+    for (bool cl : {false, true}) {
+      const Conv2dParams p = params_of(k);
+      ConvData d = conv_data(k, 31);
+      for (double& v : d.w) v *= 0.05;  // outputs of order 1, as an initialised layer gives
+      const ConvRef probe = ref_conv(k, p, d.x, d.w, d.b, nullptr);
+      const auto go = random_values(numel_of(probe.out_shape), -1, 1, 37);
+      const ConvRef r = ref_conv(k, p, d.x, d.w, d.b, &go);
+      const Tensor x = make_nchw(d.x, d.xs, kFloat32, cl), w = make_input(d.w, d.ws, kFloat32);
+      const Tensor b = k.bias ? make_input(d.b, {k.o}, kFloat32) : Tensor();
+      const Tensor g = make_nchw(go, r.out_shape, kFloat32, cl);
+      Tensor out[2], gi[2];
+      for (bool allow : {true, false}) {
+        set_cpu_winograd(allow);
+        const std::string what =
+            fmt::format("{} {} winograd {}", k.name, cl ? "channels-last" : "nchw", allow);
+        out[allow] = detail::conv2d_forward(x, w, b, p);
+        gi[allow] = detail::conv2d_backward(g, x, w, p, {true, false, false}).input;
+        EXPECT_TRUE(all_close(out[allow], r.out, 1e-5, 1e-5)) << what << " forward";
+        EXPECT_TRUE(all_close(gi[allow], r.gi, 1e-5, 1e-5)) << what << " grad_input";
+      }
+      set_cpu_winograd(true);
+      if (winograd_here) {
+        EXPECT_FALSE(equal(out[1], out[0])) << k.name << " forward ran direct with Winograd on";
+        EXPECT_FALSE(equal(gi[1], gi[0])) << k.name << " grad_input ran direct with Winograd on";
+      }
+    }
+}
+
 TEST(Conv2d, GradientsMatchFiniteDifferences) {
   for (const ConvCase& k : {kConvCases[2], kConvCases[3], kConvCases[6]}) {
     const Conv2dParams p = params_of(k);
