@@ -195,18 +195,21 @@ TEST(Conv2d, BFloat16ForwardAndBackwardMatchFloat64OnRoundedInputs) {
 // with the switch on, results differ from the direct ones where AVX-512 (and so Winograd) is
 // there, which shows the switch is what chose the path.
 TEST(Conv2d, WinogradForwardAndInputGradientMatchFloat64) {
+  // The third case has more images than one call takes (winograd_chunk: 400 KB of input an
+  // image, 4 MB a call), so it runs as a chunk of 10 and a tail of 1.
   const ConvCase cases[] = {
       {"wino64", 2, 64, 12, 12, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
-      {"wino_odd", 1, 96, 9, 7, 80, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false}};
+      {"wino_odd", 1, 96, 9, 7, 80, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false},
+      {"wino_chunks", 11, 64, 40, 40, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true}};
   const bool winograd_here = __builtin_cpu_supports("avx512f");
-  for (const ConvCase& k : cases)
+  for (const ConvCase& k : cases) {
+    const Conv2dParams p = params_of(k);
+    ConvData d = conv_data(k, 31);
+    for (double& v : d.w) v *= 0.05;  // outputs of order 1, as an initialised layer gives
+    const ConvRef probe = ref_conv(k, p, d.x, d.w, d.b, nullptr);
+    const auto go = random_values(numel_of(probe.out_shape), -1, 1, 37);
+    const ConvRef r = ref_conv(k, p, d.x, d.w, d.b, &go);
     for (bool cl : {false, true}) {
-      const Conv2dParams p = params_of(k);
-      ConvData d = conv_data(k, 31);
-      for (double& v : d.w) v *= 0.05;  // outputs of order 1, as an initialised layer gives
-      const ConvRef probe = ref_conv(k, p, d.x, d.w, d.b, nullptr);
-      const auto go = random_values(numel_of(probe.out_shape), -1, 1, 37);
-      const ConvRef r = ref_conv(k, p, d.x, d.w, d.b, &go);
       const Tensor x = make_nchw(d.x, d.xs, kFloat32, cl), w = make_input(d.w, d.ws, kFloat32);
       const Tensor b = k.bias ? make_input(d.b, {k.o}, kFloat32) : Tensor();
       const Tensor g = make_nchw(go, r.out_shape, kFloat32, cl);
@@ -226,6 +229,7 @@ TEST(Conv2d, WinogradForwardAndInputGradientMatchFloat64) {
         EXPECT_FALSE(equal(gi[1], gi[0])) << k.name << " grad_input ran direct with Winograd on";
       }
     }
+  }
 }
 
 TEST(Conv2d, GradientsMatchFiniteDifferences) {
