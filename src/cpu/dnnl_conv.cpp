@@ -107,8 +107,10 @@ memory::desc weight_user_md(const Tensor& w, int64_t groups) {
   if (groups > 1) strides.insert(strides.begin(), strides[0] * (w.size(0) / groups));
   return memory::desc(weight_dims(w, groups), dt(w.dtype()), strides);
 }
-memory::desc weight_any_md(const Tensor& w, int64_t groups) {
-  return memory::desc(weight_dims(w, groups), dt(w.dtype()), tag::any);
+memory::desc weight_any_md(
+    const Tensor& w, int64_t groups, memory::data_type type = memory::data_type::undef) {
+  const memory::data_type t = type == memory::data_type::undef ? dt(w.dtype()) : type;
+  return memory::desc(weight_dims(w, groups), t, tag::any);
 }
 
 /// oneDNN's view of the geometry (dilation counted from 0). A negative end padding (from a
@@ -203,10 +205,17 @@ dnnl::primitive_attr scratch_attr() {
 /// activations (Note [Winograd convolutions]).
 enum class Algo { Direct, Winograd };
 
+/// The type a convolution of t computes in: t's own, or float32 for Winograd (whose kernels
+/// are float32 only; bf16 operands are widened exactly by the reorders in, the results
+/// rounded to bf16 by the reorder out).
+memory::data_type compute_dt(const Tensor& t, Algo algo) {
+  return algo == Algo::Direct ? dt(t.dtype()) : memory::data_type::f32;
+}
+
 /// t's memory descriptor for algo: its own strides, or "any" (the layout oneDNN prefers).
 memory::desc act_md(const Tensor& t, Algo algo) {
   if (algo == Algo::Direct) return md_of(t);
-  return memory::desc(memory::dims(t.sizes()), dt(t.dtype()), tag::any);
+  return memory::desc(memory::dims(t.sizes()), compute_dt(t, algo), tag::any);
 }
 dnnl::algorithm dnnl_algorithm(Algo algo) {
   return algo == Algo::Direct ? dnnl::algorithm::convolution_direct
@@ -224,12 +233,12 @@ dnnl::convolution_forward::primitive_desc forward_pd(
     Algo algo = Algo::Direct) {
   const DnnlGeometry g = dnnl_geometry(in, w, p);
   const memory::desc bias_md =
-      bias ? memory::desc({w.size(0)}, dt(w.dtype()), tag::x) : memory::desc();
+      bias ? memory::desc({w.size(0)}, compute_dt(w, algo), tag::x) : memory::desc();
   dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_training,
       dnnl_algorithm(algo),
       act_md(in, algo),
-      weight_any_md(w, p.groups),
+      weight_any_md(w, p.groups, compute_dt(w, algo)),
       bias_md,
       act_md(out, algo),
       g.strides,
@@ -378,11 +387,16 @@ bool forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const T
 }
 
 /// Whether this convolution may take the Winograd kernels (Note [Winograd convolutions]);
-/// `in` is the input, or the input gradient for the backward pass.
-bool winograd_fits(const Tensor& in, const Tensor& w, const Conv2dParams& p) {
+/// `in` is the input, or the input gradient for the backward pass. float32 from 64 channels;
+/// bf16 (computed in float32) from 256, where it beats oneDNN's bf16 kernels, and without a
+/// bias (which would have to be widened too).
+bool winograd_fits(const Tensor& in, const Tensor& w, const Conv2dParams& p, bool bias) {
   constexpr Pair2 kOne{1, 1};
-  return in.dtype() == kFloat32 && cpu_winograd() && p.groups == 1 && w.size(2) == 3 &&
-         w.size(3) == 3 && w.size(0) >= 64 && w.size(1) >= 64 && in.size(2) >= 4 &&
+  const int64_t min_channels = in.dtype() == kFloat32             ? 64
+                               : in.dtype() == kBFloat16 && !bias ? 256
+                                                                  : 0;
+  return min_channels > 0 && cpu_winograd() && p.groups == 1 && w.size(2) == 3 && w.size(3) == 3 &&
+         w.size(0) >= min_channels && w.size(1) >= min_channels && in.size(2) >= 4 &&
          in.size(3) >= 4 && p.stride == kOne && p.dilation == kOne && p.padding == kOne &&
          p.padding_end == kOne;
 }
@@ -395,7 +409,8 @@ bool winograd_fits(const Tensor& in, const Tensor& w, const Conv2dParams& p) {
 /// 4 MB 70.8 / 1064 and 282 / 492; 2 MB 65.8 / 1040 and 253 / 464.
 constexpr int64_t kWinogradChunkBytes = int64_t(4) << 20;
 int64_t winograd_chunk(const Tensor& in) {
-  const int64_t per_image = in.numel() / std::max<int64_t>(in.size(0), 1) * in.element_size();
+  // The blocked copies are float32 whatever the input's type.
+  const int64_t per_image = in.numel() / std::max<int64_t>(in.size(0), 1) * int64_t(sizeof(float));
   return std::clamp<int64_t>(
       kWinogradChunkBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(in.size(0), 1));
 }
@@ -463,7 +478,7 @@ bool backward_input_winograd(
     dnnl::convolution_backward_data::desc d(
         dnnl::algorithm::convolution_winograd,
         act_md(gi, Algo::Winograd),
-        weight_any_md(w, p.groups),
+        weight_any_md(w, p.groups, compute_dt(w, Algo::Winograd)),
         act_md(go, Algo::Winograd),
         g.strides,
         g.dilates,
@@ -559,7 +574,7 @@ void via_nhwc(const Tensor& a, const Tensor& out, const Fn& fn) {
 void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
                            const Tensor& out, const Conv2dParams& p) {
   if (in.dtype() == kFloat64) return conv2d_forward_fallback(in, w, bias, out, p);
-  if (winograd_fits(in, w, p) &&
+  if (winograd_fits(in, w, p, bias.defined()) &&
       winograd_in_chunks(
           in,
           out,
@@ -587,7 +602,7 @@ bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor&
 void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tensor& gi,
                                   const Conv2dParams& p) {
   if (go.dtype() == kFloat64) return conv2d_backward_input_fallback(go, w, gi, p);
-  if (winograd_fits(gi, w, p) &&
+  if (winograd_fits(gi, w, p, false) &&
       winograd_in_chunks(
           go,
           gi,

@@ -232,6 +232,52 @@ TEST(Conv2d, WinogradForwardAndInputGradientMatchFloat64) {
   }
 }
 
+// bf16 convolutions of 256 or more channels take the Winograd kernels too, in float32 (bf16
+// widened exactly, results rounded to bf16 once): against float64 loops on the bf16-rounded
+// operands at bf16's precision, and differing from oneDNN's bf16 kernels (switch off) where
+// AVX-512 is there. With a bias they stay direct.
+TEST(Conv2d, WinogradTakesBFloat16From256Channels) {
+  const ConvCase k{"wino_bf16", 2, 256, 6, 7, 256, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false};
+  const bool winograd_here = __builtin_cpu_supports("avx512f");
+  const Conv2dParams p = params_of(k);
+  ConvData d = conv_data(k, 41);
+  for (double& v : d.w) v *= 0.03;
+  const auto xr = round_to(d.x, kBFloat16), wr = round_to(d.w, kBFloat16);
+  const ConvRef probe = ref_conv(k, p, xr, wr, d.b, nullptr);
+  const auto go = round_to(random_values(numel_of(probe.out_shape), -1, 1, 43), kBFloat16);
+  const ConvRef r = ref_conv(k, p, xr, wr, d.b, &go);
+  auto close = [](const Tensor& t, const std::vector<double>& ref) {
+    double m = 0;
+    for (double v : ref) m = std::max(m, std::abs(v));
+    return all_close(t, ref, 1.0 / 128, m / 128);
+  };
+  for (bool cl : {false, true}) {
+    const Tensor x = make_nchw(xr, d.xs, kBFloat16, cl), w = make_input(wr, d.ws, kBFloat16);
+    const Tensor g = make_nchw(go, r.out_shape, kBFloat16, cl);
+    Tensor out[2], gi[2];
+    for (bool allow : {true, false}) {
+      set_cpu_winograd(allow);
+      const std::string what = fmt::format("{} winograd {}", cl ? "channels-last" : "nchw", allow);
+      out[allow] = detail::conv2d_forward(x, w, Tensor(), p);
+      gi[allow] = detail::conv2d_backward(g, x, w, p, {true, false, false}).input;
+      ASSERT_EQ(out[allow].dtype(), kBFloat16) << what;
+      EXPECT_TRUE(close(out[allow], r.out)) << what << " forward";
+      EXPECT_TRUE(close(gi[allow], r.gi)) << what << " grad_input";
+    }
+    set_cpu_winograd(true);
+    if (winograd_here) {
+      EXPECT_FALSE(equal(out[1], out[0])) << "forward ran bf16 kernels with Winograd on";
+      EXPECT_FALSE(equal(gi[1], gi[0])) << "grad_input ran bf16 kernels with Winograd on";
+    }
+    // With a bias: direct, the same as with the switch off.
+    const Tensor b = make_input(round_to(d.b, kBFloat16), {k.o}, kBFloat16);
+    const Tensor with_bias = detail::conv2d_forward(x, w, b, p);
+    set_cpu_winograd(false);
+    EXPECT_TRUE(equal(with_bias, detail::conv2d_forward(x, w, b, p)));
+    set_cpu_winograd(true);
+  }
+}
+
 TEST(Conv2d, GradientsMatchFiniteDifferences) {
   for (const ConvCase& k : {kConvCases[2], kConvCases[3], kConvCases[6]}) {
     const Conv2dParams p = params_of(k);
