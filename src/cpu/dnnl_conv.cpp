@@ -164,8 +164,8 @@ struct Entry {
   memory::desc weights_md, scratch_md;
   std::optional<dnnl::reorder> weight_reorder;
   int act_in = 0, act_out = 0;
-  memory::desc act_in_md, act_out_md;
-  std::optional<dnnl::reorder> act_reorder_in, act_reorder_out;
+  memory::desc act_in_md{}, act_out_md{};
+  std::optional<dnnl::reorder> act_reorder_in{}, act_reorder_out{};
 };
 
 std::mutex cache_mutex;
@@ -293,15 +293,33 @@ memory mem(const memory::desc& md, const Tensor& t) {
   return memory(md, cpu_engine(), t.data_ptr());
 }
 
+/// The user's weights reordered into a primitive's layout, kept for the calls that follow with
+/// the same layout: the chunks of one Winograd convolution reorder the weights once.
+struct KeptWeights {
+  memory::desc md;
+  std::optional<Buffer> buf;
+};
+
 /// Runs e.prim with the weights in oneDNN's layout: the user's weights are reordered in
-/// before (`weights_in`) or the primitive's weight gradient reordered out after.
-void run(const Entry& e, std::unordered_map<int, memory> args, int weight_arg,
-         const Tensor& user_w, int64_t groups, bool weights_in) {
+/// before (`weights_in`; with `kept`, only when kept holds no copy in e's layout) or the
+/// primitive's weight gradient reordered out after.
+void run(
+    const Entry& e,
+    std::unordered_map<int, memory> args,
+    int weight_arg,
+    const Tensor& user_w,
+    int64_t groups,
+    bool weights_in,
+    KeptWeights* kept = nullptr) {
   dnnl::stream& s = cpu_stream();
   memory user = mem(weight_user_md(user_w, groups), user_w);
-  Buffer wbuf(e.weight_reorder ? e.weights_md.get_size() : 0);
-  memory inner = e.weight_reorder ? memory(e.weights_md, cpu_engine(), wbuf.get()) : user;
-  if (e.weight_reorder && weights_in) e.weight_reorder->execute(s, user, inner);
+  std::optional<Buffer> own;
+  std::optional<Buffer>& wbuf = kept ? kept->buf : own;
+  const bool reuse = kept && wbuf && kept->md == e.weights_md;
+  if (e.weight_reorder && !reuse) wbuf.emplace(e.weights_md.get_size());
+  memory inner = e.weight_reorder ? memory(e.weights_md, cpu_engine(), wbuf->get()) : user;
+  if (e.weight_reorder && weights_in && !reuse) e.weight_reorder->execute(s, user, inner);
+  if (kept && e.weight_reorder) kept->md = e.weights_md;
   args.emplace(weight_arg, inner);
   // Blocked activations (Winograd): the input reordered into a buffer, the output written to
   // another and reordered into the user's tensor after.
@@ -448,7 +466,8 @@ bool forward_winograd(
     const Tensor& w,
     const Tensor& bias,
     const Tensor& out,
-    const Conv2dParams& p) {
+    const Conv2dParams& p,
+    KeptWeights& kept) {
   const auto e = lookup(key_of("fwd_wino", {&in, &w, &out}, p, bias.defined()), [&] {
     auto pd = forward_pd(in, w, bias.defined(), out, p, false, Algo::Winograd);
     return with_blocked_activations(
@@ -469,13 +488,13 @@ bool forward_winograd(
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, mem(md_of(in), in)}, {DNNL_ARG_DST, mem(md_of(out), out)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, mem(md_of(bias), bias));
-  run(*e, std::move(args), DNNL_ARG_WEIGHTS, w, p.groups, true);
+  run(*e, std::move(args), DNNL_ARG_WEIGHTS, w, p.groups, true, &kept);
   return true;
 }
 
 /// The Winograd input gradient; false (nothing written) when oneDNN declines the case.
 bool backward_input_winograd(
-    const Tensor& go, const Tensor& w, const Tensor& gi, const Conv2dParams& p) {
+    const Tensor& go, const Tensor& w, const Tensor& gi, const Conv2dParams& p, KeptWeights& kept) {
   const auto e = lookup(key_of("bwd_data_wino", {&go, &w, &gi}, p, false), [&] {
     const DnnlGeometry g = dnnl_geometry(gi, w, p);
     dnnl::convolution_backward_data::desc d(
@@ -509,7 +528,8 @@ bool backward_input_winograd(
       DNNL_ARG_WEIGHTS,
       w,
       p.groups,
-      true);
+      true,
+      &kept);
   return true;
 }
 
@@ -577,11 +597,14 @@ void via_nhwc(const Tensor& a, const Tensor& out, const Fn& fn) {
 void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
                            const Tensor& out, const Conv2dParams& p) {
   if (in.dtype() == kFloat64) return conv2d_forward_fallback(in, w, bias, out, p);
+  KeptWeights kept;  // reordered by the first chunk, read by the others
   if (winograd_fits(in, w, p, bias.defined()) &&
       winograd_in_chunks(
           in,
           out,
-          [&](const Tensor& i, const Tensor& o) { return forward_winograd(i, w, bias, o, p); },
+          [&](const Tensor& i, const Tensor& o) {
+            return forward_winograd(i, w, bias, o, p, kept);
+          },
           [&](const Tensor& i, const Tensor& o) { forward_dnnl(i, w, bias, o, p); }))
     return;
   if (nhwc_pays(in, out))
@@ -605,11 +628,14 @@ bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor&
 void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tensor& gi,
                                   const Conv2dParams& p) {
   if (go.dtype() == kFloat64) return conv2d_backward_input_fallback(go, w, gi, p);
+  KeptWeights kept;  // reordered by the first chunk, read by the others
   if (winograd_fits(gi, w, p, false) &&
       winograd_in_chunks(
           go,
           gi,
-          [&](const Tensor& g, const Tensor& d) { return backward_input_winograd(g, w, d, p); },
+          [&](const Tensor& g, const Tensor& d) {
+            return backward_input_winograd(g, w, d, p, kept);
+          },
           [&](const Tensor& g, const Tensor& d) { backward_input_dnnl(g, w, d, p); }))
     return;
   if (nhwc_pays(go, gi))
