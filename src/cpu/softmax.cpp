@@ -141,16 +141,20 @@ template <class T, bool kLog>
 
 // Each loop compiled for the baseline ISA and, on x86, for AVX2+FMA, chosen at run time.
 using ItemsFn = void (*)(const SoftmaxArgs&, int64_t, int64_t);
+/// Items [b, e) of either loop; inlined into each per-ISA wrapper below.
 template <class T, bool kLog, bool kRows>
-void softmax_base(const SoftmaxArgs& a, int64_t b, int64_t e) {
+[[gnu::always_inline]] inline void softmax_items(const SoftmaxArgs& a, int64_t b, int64_t e) {
   if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
   else softmax_columns_impl<T, kLog>(a, b, e);
+}
+template <class T, bool kLog, bool kRows>
+void softmax_base(const SoftmaxArgs& a, int64_t b, int64_t e) {
+  softmax_items<T, kLog, kRows>(a, b, e);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 template <class T, bool kLog, bool kRows>
 [[gnu::target("avx2,fma")]] void softmax_avx2(const SoftmaxArgs& a, int64_t b, int64_t e) {
-  if constexpr (kRows) softmax_rows_impl<T, kLog>(a, b, e);
-  else softmax_columns_impl<T, kLog>(a, b, e);
+  softmax_items<T, kLog, kRows>(a, b, e);
 }
 // And for AVX-512 (16 floats a vector; the exponentials are most of a row's work): the rows
 // of [4096, 4096] take 10.6 ms at one thread with AVX2 against PyTorch's 8.2 with its AVX-512
@@ -158,10 +162,7 @@ template <class T, bool kLog, bool kRows>
 template <class T, bool kLog, bool kRows>
 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl,fma")]] void softmax_avx512(
     const SoftmaxArgs& a, int64_t b, int64_t e) {
-  if constexpr (kRows)
-    softmax_rows_impl<T, kLog>(a, b, e);
-  else
-    softmax_columns_impl<T, kLog>(a, b, e);
+  softmax_items<T, kLog, kRows>(a, b, e);
 }
 #endif
 
