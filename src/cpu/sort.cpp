@@ -1,7 +1,8 @@
 // CPU kernels of sort/argsort and topk. Every row along `dim` is copied into a buffer of
 // (value, index) pairs, NaNs are split off (they order as the largest value), and the rest is
 // ordered by value with the index as tie-break, so results are stable and deterministic.
-// Rows run in parallel; one row is sorted by one thread.
+// Rows run in parallel; one row is sorted by one thread. topk with a small k instead scans
+// the row once against its current k-th best (select_few), with no buffer of pairs.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -57,6 +58,62 @@ void order_row(std::vector<P>& buf, int64_t n, int64_t m, bool descending, int64
   }
 }
 
+/// topk's k at most this (and at most a quarter of the row) takes select_few.
+constexpr int64_t kFewMax = 16;
+
+/// The first `want` (<= kFewMax) of the row x[0], x[xsd], … (n values) in descending (NaN
+/// first) or ascending (NaN last) order, equal values by increasing index, written best first
+/// to best_v/best_i. One pass keeps the best `want` seen so far in order; since later indices
+/// lose ties, a value enters only when strictly better than the current last one, so most of
+/// a row is a comparison against that threshold, 16 values at a time where the row is
+/// contiguous (a vectorised test that no value of the block can enter).
+template <class T, class C>
+void select_few(
+    const T* x, int64_t n, int64_t xsd, bool descending, int64_t want, C* best_v, int64_t* best_i) {
+  auto better = [descending](C v, C u) {
+    const bool vn = kernels::is_nan(v), un = kernels::is_nan(u);
+    return descending ? (vn && !un) || v > u : (!vn && un) || v < u;
+  };
+  int64_t count = 0;
+  auto enter = [&](C v, int64_t j) {
+    int64_t p = std::min(count, want - 1);
+    while (p > 0 && better(v, best_v[p - 1])) {
+      best_v[p] = best_v[p - 1];
+      best_i[p] = best_i[p - 1];
+      --p;
+    }
+    best_v[p] = v;
+    best_i[p] = j;
+    count = std::min(count + 1, want);
+  };
+  int64_t j = 0;
+  for (; j < n && count < want; ++j) enter(C(x[j * xsd]), j);
+  constexpr int kBlock = 16;
+  while (j < n) {
+    const C u = best_v[want - 1];
+    if (descending && kernels::is_nan(u)) return;  // nothing is better than the NaNs held
+    if (xsd == 1 && j + kBlock <= n && !kernels::is_nan(u)) {
+      // A value can enter only if it compares above (descending) or below u, or is NaN
+      // (which `better` then sorts out): !(v <= u) and !(v >= u) are true for both.
+      int hit = 0;
+      if (descending) {
+#pragma omp simd reduction(| : hit)
+        for (int t = 0; t < kBlock; ++t) hit |= int(!(C(x[j + t]) <= u));
+      } else {
+#pragma omp simd reduction(| : hit)
+        for (int t = 0; t < kBlock; ++t) hit |= int(!(C(x[j + t]) >= u));
+      }
+      if (hit)
+        for (int t = 0; t < kBlock; ++t)
+          if (const C v = C(x[j + t]); better(v, best_v[want - 1])) enter(v, j + t);
+      j += kBlock;
+      continue;
+    }
+    if (const C v = C(x[j * xsd]); better(v, u)) enter(v, j);
+    ++j;
+  }
+}
+
 /// Sorts (want = n) or selects (want = k) every row of x along dim, writing `want` entries
 /// per row into values (if defined) and indices.
 void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
@@ -77,10 +134,22 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& x, int
     cpu_for_each(
         p,
         [&](char* const* d, const int64_t* s, int64_t rows) {
-          std::vector<P> buf(static_cast<size_t>(n));
+          const bool few = want <= kFewMax && want * 4 <= n;
+          std::vector<P> buf(few ? 0 : static_cast<size_t>(n));
           for (int64_t r = 0; r < rows; ++r) {
             int64_t* ir = reinterpret_cast<int64_t*>(d[0]) + r * s[0];
             const T* xr = reinterpret_cast<const T*>(d[1]) + r * s[1];
+            if (few) {
+              C best_v[kFewMax];
+              int64_t best_i[kFewMax];
+              select_few(xr, n, xsd, descending, want, best_v, best_i);
+              for (int64_t j = 0; j < want; ++j) ir[j * isd] = best_i[j];
+              if (with_values) {
+                T* vr = reinterpret_cast<T*>(d[2]) + r * s[2];
+                for (int64_t j = 0; j < want; ++j) vr[j * vsd] = convert<T>(best_v[j]);
+              }
+              continue;
+            }
             int64_t m = 0, nan_at = n;
             for (int64_t j = 0; j < n; ++j) {
               const C v = C(xr[j * xsd]);

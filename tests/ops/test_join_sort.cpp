@@ -319,6 +319,37 @@ TEST(Topk, LargestSmallestAllDimsLayoutsDtypes) {
         }
 }
 
+// Rows long enough for the one-pass selection of a small k (16 values tested at a time against
+// the current k-th best): random values with ties, NaN, ±0 and ±inf, rows in increasing and in
+// decreasing order (every value enters), on contiguous and strided rows, for k on both sides
+// of the limit of that path (16) against the stable reference order.
+TEST(Topk, LongRowsSmallK) {
+  uint64_t seed = 1250;
+  const int64_t n = 1000;
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt32})
+    for (int pattern = 0; pattern < 3; ++pattern)
+      for (int64_t dim : {1, 0}) {
+        const Shape xs = dim == 1 ? Shape{3, n} : Shape{n, 3};
+        std::vector<double> xv = tie_values(dt, numel_of(xs), ++seed);
+        if (pattern > 0)
+          for (int64_t i = 0; i < numel_of(xs); ++i) {
+            const int64_t along = dim == 1 ? i % n : i / 3;
+            xv[size_t(i)] = double(pattern == 1 ? along : -along) / 8;  // ties in bf16
+          }
+        xv = round_to(xv, dt);  // the reference orders the values the tensor holds
+        Tensor x = make_input(xv, xs, dt, Layout::Contiguous);
+        for (bool largest : {true, false})
+          for (int64_t k : {1, 5, 16, 17}) {
+            auto [values, indices] = topk(x, k, dim, largest);
+            auto [wv, wi] = ref_first_k(xv, xs, dim, largest, k);
+            EXPECT_TRUE(same(values, wv)) << dtype_name(dt) << " pattern " << pattern << " dim "
+                                          << dim << " largest " << largest << " k " << k;
+            EXPECT_TRUE(same(indices, wi)) << dtype_name(dt) << " pattern " << pattern << " dim "
+                                           << dim << " largest " << largest << " k " << k;
+          }
+      }
+}
+
 TEST(Topk, NaNIsLargestAndScalar) {
   Tensor x = from_values({3, kNaN, 1, kNaN, 2, INFINITY, -INFINITY}, {7}, kFloat64);
   auto [v, i] = topk(x, 3);
