@@ -91,13 +91,22 @@ struct Clamp {
     else return std::numeric_limits<T>::max();
   }
 };
+// Float exp, log, tanh, sigmoid, SiLU and the tanh GELU (also bf16/fp16, computed in float)
+// take fast_exp, fast_log and fast_tanh (src/kernels/fast_math.h, within 2 ulp): std::exp,
+// std::log and std::tanh are scalar libm calls in the CPU loops. Double keeps libm.
 struct Exp {
   IGNIS_UNARY_HEADER(exp, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return fast_exp(x);
+    else return std::exp(x);
+  }
 };
 struct Log {
   IGNIS_UNARY_HEADER(log, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::log(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return fast_log(x);
+    else return std::log(x);
+  }
 };
 struct Log1p {
   IGNIS_UNARY_HEADER(log1p, Floating)
@@ -125,12 +134,16 @@ struct Cos {
 };
 struct Tanh {
   IGNIS_UNARY_HEADER(tanh, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::tanh(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return fast_tanh(x);
+    else return std::tanh(x);
+  }
 };
 struct Sigmoid {
   IGNIS_UNARY_HEADER(sigmoid, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    return T(1) / (T(1) + std::exp(-x));
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + fast_exp(-x));
+    else return T(1) / (T(1) + std::exp(-x));
   }
 };
 /// Exact GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
@@ -147,15 +160,17 @@ struct Gelu {
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 struct GeluTanh {
   IGNIS_UNARY_HEADER(gelu_tanh, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
     const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
-    return T(0.5) * x * (T(1) + std::tanh(inner));
+    if constexpr (std::is_same_v<T, float>) return 0.5f * x * (1.0f + fast_tanh(inner));
+    else return T(0.5) * x * (T(1) + std::tanh(inner));
   }
 };
 struct Silu {
   IGNIS_UNARY_HEADER(silu, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
-    return x / (T(1) + std::exp(-x));
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return x / (1.0f + fast_exp(-x));
+    else return x / (T(1) + std::exp(-x));
   }
 };
 /// softplus with beta = p.a and threshold = p.b: linear where beta x > threshold.
@@ -188,9 +203,11 @@ struct GeluGrad {
 /// d/dx of the tanh approximation of GELU.
 struct GeluTanhGrad {
   IGNIS_UNARY_HEADER(gelu_tanh_grad, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
     const T k = T(0.79788456080286535588), c = T(0.044715);
-    const T t = std::tanh(k * (x + c * x * x * x));
+    T t;
+    if constexpr (std::is_same_v<T, float>) t = fast_tanh(k * (x + c * x * x * x));
+    else t = std::tanh(k * (x + c * x * x * x));
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
   }
 };

@@ -1,7 +1,7 @@
 // Reductions against float64 loops: every op over 1-D..4-D shapes, every dim subset (negative
 // dims, keepdim), every layout and the dtypes each op allows; empty tensors, large inputs that
-// use several threads, NaN and tie rules, large-magnitude softmax, fast_exp's, fast_erfc's and normal_cdf's accuracy, and
-// every error message.
+// use several threads, NaN and tie rules, large-magnitude softmax, the accuracy of fast_math.h
+// (fast_exp, fast_tanh, fast_log, fast_erfc, normal_cdf), and every error message.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -316,6 +316,30 @@ TEST(Reduce, LogSumExp) {
   EXPECT_EQ(lse({kInf, 1}), kInf);
   EXPECT_EQ(lse({kInf, kInf}), kInf);
   EXPECT_TRUE(std::isnan(lse({1, kNaN, 2})));
+  // Rows of float and bf16 long enough for the vectorised two-pass fold (fast_exp in float
+  // lanes): random rows with some -inf, equal values, and the infinity and NaN rules again.
+  for (DType dt : {kFloat32, kBFloat16}) {
+    auto lse_of = [&](const std::vector<double>& v) {
+      return logsumexp(tensor(v).to(dt), {0}).to(kFloat64).item<double>();
+    };
+    std::vector<double> v = round_to(random_values(1000, -30, 30, 77), dt);
+    for (size_t i = 0; i < v.size(); i += 37) v[i] = -kInf;
+    const double rtol = dt == kFloat32 ? 1e-6 : 8e-3;
+    EXPECT_NEAR(lse_of(v), r_logsumexp(v), rtol * std::abs(r_logsumexp(v))) << dtype_name(dt);
+    const std::vector<double> equal(1000, -1000.0);
+    EXPECT_NEAR(lse_of(equal), -1000 + std::log(1000.0), 1000 * rtol) << dtype_name(dt);
+    EXPECT_EQ(lse_of(std::vector<double>(1000, -kInf)), -kInf) << dtype_name(dt);
+    std::vector<double> w = v;
+    w[500] = kInf;
+    EXPECT_EQ(lse_of(w), kInf) << dtype_name(dt);
+    w[900] = kInf;
+    EXPECT_EQ(lse_of(w), kInf) << dtype_name(dt);
+    w[700] = kNaN;
+    EXPECT_TRUE(std::isnan(lse_of(w))) << dtype_name(dt);
+    w = v;
+    w[999] = kNaN;  // in the tail after the last block of 16
+    EXPECT_TRUE(std::isnan(lse_of(w))) << dtype_name(dt);
+  }
 }
 
 // ---- index reductions ----------------------------------------------------------------------
@@ -679,6 +703,46 @@ TEST(FastMath, ExpWithinTwoUlp) {
   EXPECT_EQ(kernels::fast_exp(-104.0f), 0.0f);
   EXPECT_EQ(kernels::fast_exp(-200.0f), 0.0f);
   EXPECT_TRUE(std::isnan(kernels::fast_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+/// Distance in units in the last place between two floats of any sign (0 between two NaNs).
+int64_t signed_ulp_distance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT32_MAX;
+  auto ordered = [](float f) {
+    const int64_t i = int32_t(detail::float_bits(f));
+    return i < 0 ? int64_t(INT32_MIN) - i : i;  // -0 and +0 both map to 0
+  };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+// fast_tanh and fast_log against libm in double rounded to float, on every 251st bit pattern
+// (every sign and exponent, subnormals, infinities and NaNs; 2 ulp was also the maximum over
+// all 2^32 floats, with and without FMA contraction).
+TEST(FastMath, TanhAndLogWithinTwoUlp) {
+  int64_t worst_tanh = 0, worst_log = 0;
+  float at_tanh = 0, at_log = 0;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 251) {
+    const float x = detail::bits_float(uint32_t(bits));
+    int64_t d = signed_ulp_distance(kernels::fast_tanh(x), float(std::tanh(double(x))));
+    if (d > worst_tanh) worst_tanh = d, at_tanh = x;
+    d = signed_ulp_distance(kernels::fast_log(x), float(std::log(double(x))));
+    if (d > worst_log) worst_log = d, at_log = x;
+  }
+  EXPECT_LE(worst_tanh, 2) << "tanh at x = " << at_tanh;
+  EXPECT_LE(worst_log, 2) << "log at x = " << at_log;
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kernels::fast_tanh(inf), 1.0f);
+  EXPECT_EQ(kernels::fast_tanh(-inf), -1.0f);
+  EXPECT_TRUE(std::signbit(kernels::fast_tanh(-0.0f)));
+  EXPECT_EQ(kernels::fast_log(1.0f), 0.0f);
+  EXPECT_EQ(kernels::fast_log(0.0f), -inf);
+  EXPECT_EQ(kernels::fast_log(-0.0f), -inf);
+  EXPECT_EQ(kernels::fast_log(inf), inf);
+  EXPECT_TRUE(std::isnan(kernels::fast_log(-1.0f)));
+  EXPECT_TRUE(std::isnan(kernels::fast_log(-inf)));
+  EXPECT_TRUE(std::isnan(kernels::fast_log(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_NEAR(
+      kernels::fast_log(std::numeric_limits<float>::denorm_min()), std::log(0x1p-149), 1e-5);
 }
 
 TEST(FastMath, ErfcAndNormalCdfKeepTheirRelativeAccuracyInTheTails) {
