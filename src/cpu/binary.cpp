@@ -20,7 +20,7 @@ void binary_loop(const ElementwisePlan& p, const BinaryParams& params) {
   using Out = std::conditional_t<Op::kind == BinaryKind::Compare, bool, T>;
   const Op op = make_binary<Op>(params);
   const bool stream = use_streaming_stores<Out>(p.numel);
-  cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
+  cpu_for_each_streaming(p, stream, [&](char* const* d, const int64_t* s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(d[0]);
     const T* a = reinterpret_cast<const T*>(d[1]);
     const T* b = reinterpret_cast<const T*>(d[2]);

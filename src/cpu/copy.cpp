@@ -82,7 +82,7 @@ void copy_kernel(const ElementwisePlan& p) {
     visit_dtype(p.dtypes[1], [&]<class S>() {
       if (is_transposing_copy(p)) return copy_transposed<D, S>(p);
       const bool stream = use_streaming_stores<D>(p.numel);
-      cpu_for_each(p, [&](char* const* d, const int64_t* s, int64_t n) {
+      cpu_for_each_streaming(p, stream, [&](char* const* d, const int64_t* s, int64_t n) {
         D* o = reinterpret_cast<D*>(d[0]);
         const S* a = reinterpret_cast<const S*>(d[1]);
         if constexpr (std::is_same_v<D, S>) {
