@@ -8,8 +8,9 @@
 // batch norm (alone and with a ReLU) on bf16 channels-last activations, forward and
 // backward, BatchNorm1d on [4096,512] float32, layer norm and group norm, forward and
 // backward, channels-last average pooling, a transposing copy, cumsum along rows, the mean
-// over 4x4 planes, and a memcpy of 64 MB into another 64 MB buffer (the bandwidth ceiling for the
-// others).
+// over 4x4 planes, exp, tanh, exact GELU and logsumexp over rows of [4096,4096], the top 5
+// of each row of [4096,1000], a cat along dim 1, and a memcpy of 64 MB into another 64 MB
+// buffer (the bandwidth ceiling for the others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
 // the minimal algorithm (inputs read once, outputs written once); FLOPs count arithmetic.
@@ -304,6 +305,30 @@ int main(int argc, char** argv) {
     row(o, "argmax_rows", "[4096,1000] f32, dim 1", n * F, n, [&] {
       Tensor m = ignis::argmax(xd, 1);
     });
+  }
+  // Math-bound elementwise ops (a polynomial exp, tanh or erfc per element) and logsumexp
+  // over rows, on [4096,4096] float32.
+  if (wanted(o, "exp") || wanted(o, "tanh") || wanted(o, "gelu") || wanted(o, "logsumexp")) {
+    Tensor a = input({4096, 4096}, -5, 5);
+    row(o, "exp", "[4096,4096] f32", 2 * NR * F, NR, [&] { Tensor c = ignis::exp(a); });
+    row(o, "tanh", "[4096,4096] f32", 2 * NR * F, NR, [&] { Tensor c = ignis::tanh(a); });
+    row(o, "gelu", "[4096,4096] f32, exact (erf)", 2 * NR * F, NR,
+        [&] { Tensor c = ignis::gelu(a, "none"); });
+    row(o, "logsumexp", "[4096,4096] f32, dim 1", (NR + R) * F, 3 * NR,
+        [&] { Tensor c = ignis::logsumexp(a, {1}); });
+  }
+  // The top 5 of each row of [4096,1000] scores (top-5 accuracy), in an order that is not
+  // sorted (sin of a ramp), and a cat along dim 1 of two [2048,512] (rows of the output
+  // interleave the inputs; everything fits in the last-level cache).
+  if (wanted(o, "topk5")) {
+    Tensor s = ignis::sin(input({4096, 1000}, 0, 4096000));
+    row(o, "topk5", "[4096,1000] f32, k=5 dim 1", 4096.0 * 1000 * F, 0,
+        [&] { auto vi = ignis::topk(s, 5, 1); });
+  }
+  if (wanted(o, "cat_dim1")) {
+    Tensor c1 = input({2048, 512}, -1, 1), c2 = input({2048, 512}, 1, -1);
+    row(o, "cat_dim1", "2x[2048,512] f32 -> [2048,1024]", 4.0 * 2048 * 1024 * F, 0,
+        [&] { Tensor c = ignis::cat({c1, c2}, 1); });
   }
   return 0;
 }

@@ -221,6 +221,21 @@ def main():
         xa = xc.detach()
         row("cross_entropy", "[4096,1000] f32, fwd+bwd", 4 * n * 4, 8 * n, ce)
         row("argmax_rows", "[4096,1000] f32, dim 1", n * 4, n, lambda: xa.argmax(1))
+    if wanted("exp") or wanted("tanh") or wanted("gelu") or wanted("logsumexp"):
+        x = inp([4096, 4096], -5, 5)
+        row("exp", "[4096,4096] f32", 2 * NR * F, NR, lambda: torch.exp(x))
+        row("tanh", "[4096,4096] f32", 2 * NR * F, NR, lambda: torch.tanh(x))
+        row("gelu", "[4096,4096] f32, exact (erf)", 2 * NR * F, NR,
+            lambda: torch.nn.functional.gelu(x))
+        row("logsumexp", "[4096,4096] f32, dim 1", (NR + R) * F, 3 * NR,
+            lambda: torch.logsumexp(x, 1))
+    if wanted("topk5"):
+        s = torch.sin(inp([4096, 1000], 0, 4096000))
+        row("topk5", "[4096,1000] f32, k=5 dim 1", 4096.0 * 1000 * F, 0, lambda: torch.topk(s, 5, 1))
+    if wanted("cat_dim1"):
+        c1, c2 = inp([2048, 512], -1, 1), inp([2048, 512], 1, -1)
+        row("cat_dim1", "2x[2048,512] f32 -> [2048,1024]", 4.0 * 2048 * 1024 * F, 0,
+            lambda: torch.cat([c1, c2], 1))
 
 
 if __name__ == "__main__":
