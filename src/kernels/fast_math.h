@@ -90,10 +90,11 @@ IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_log(float x) {
   constexpr uint32_t kSqrtHalfBits = 0x3f3504f3u;  // the bits of sqrt(1/2)
   const bool subnormal = x < 1.17549435e-38f;      // also 0, negatives: replaced below
   const float xs = subnormal ? x * 8388608.0f : x;
-  const int32_t bits = int32_t(detail::float_bits(xs));
-  // k counts how many times m's octave [sqrt(1/2), sqrt(2)) fits below xs (arithmetic shift).
-  const int32_t k = (bits - int32_t(kSqrtHalfBits)) >> 23;
-  const float m = detail::bits_float(uint32_t(bits - k * (1 << 23)));
+  const uint32_t bits = detail::float_bits(xs);
+  // k: the octave of xs counted from [sqrt(1/2), sqrt(2)) (an arithmetic shift of the
+  // difference; unsigned arithmetic, as any bit pattern arrives here, negatives included).
+  const int32_t k = int32_t(bits - kSqrtHalfBits) >> 23;
+  const float m = detail::bits_float(bits - (uint32_t(k) << 23));
   const float e = float(k) - (subnormal ? 23.0f : 0.0f);
   const float f = m - 1.0f;  // exact: m is within a factor 2 of 1
   const float z = f / (m + 1.0f);
