@@ -4,6 +4,7 @@
 // so float32 sums of millions of elements stay accurate; integer ones wrap in 64 bits.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "cpu/reduce_engine.h"
 #include "kernels/convert.h"
@@ -90,6 +91,36 @@ struct ExtremeOp {
   void write(const ReducePlan& p, int64_t off, Acc a) const { store<T>(p, off, a); }
 };
 
+/// The largest (kMax) or smallest value of a contiguous run of n >= 16 values in V, folded in
+/// 16 lanes that vectorise, and whether any of them is NaN (a NaN never becomes the extreme:
+/// comparisons with it are false). The first pass of argmax/argmin's and logsumexp's run folds.
+template <bool kMax, class V, class T>
+[[gnu::always_inline]] inline std::pair<V, bool> run_extreme(const T* x, int64_t n) {
+  constexpr int64_t kL = 16;
+  auto better = [](V v, V than) { return kMax ? v > than : v < than; };
+  V best[kL];
+  int nan[kL];
+  for (int64_t j = 0; j < kL; ++j) best[j] = V(x[j]), nan[j] = best[j] != best[j];
+  int64_t i = kL;
+  for (; i + kL <= n; i += kL) {
+#pragma omp simd
+    for (int64_t j = 0; j < kL; ++j) {
+      const V v = V(x[i + j]);
+      best[j] = better(v, best[j]) ? v : best[j];
+      nan[j] |= v != v;
+    }
+  }
+  V m = best[0];
+  int any_nan = 0;
+  for (int64_t j = 0; j < kL; ++j) m = better(best[j], m) ? best[j] : m, any_nan |= nan[j];
+  for (; i < n; ++i) {
+    const V v = V(x[i]);
+    m = better(v, m) ? v : m;
+    any_nan |= v != v;
+  }
+  return {m, any_nan != 0};
+}
+
 /// Value and index of the max (kMax) or min: the first NaN if any, else the first extreme.
 template <class T, bool kMax>
 struct ArgExtremeOp {
@@ -128,27 +159,9 @@ struct ArgExtremeOp {
   /// The result is reduce's over the run: ties and -0 == +0 go to the first position.
   static constexpr int64_t kRunLanes = 16;
   Acc fold_run(const T* x, int64_t n, int64_t pos) const {
-    auto better = [](V v, V than) { return kMax ? v > than : v < than; };
-    V best[kRunLanes];
-    int nan[kRunLanes];
-    for (int64_t j = 0; j < kRunLanes; ++j) best[j] = V(x[j]), nan[j] = is_nan(best[j]);
-    int64_t i = kRunLanes;
-    for (; i + kRunLanes <= n; i += kRunLanes) {
-#pragma omp simd
-      for (int64_t j = 0; j < kRunLanes; ++j) {
-        const V v = V(x[i + j]);
-        best[j] = better(v, best[j]) ? v : best[j];
-        nan[j] |= v != v;
-      }
-    }
-    V m = best[0];
-    int any_nan = 0;
-    for (int64_t j = 0; j < kRunLanes; ++j) m = better(best[j], m) ? best[j] : m, any_nan |= nan[j];
-    for (; i < n; ++i) {
-      const V v = V(x[i]);
-      m = better(v, m) ? v : m;
-      any_nan |= is_nan(v);
-    }
+    const std::pair<V, bool> extreme = run_extreme<kMax, V>(x, n);
+    const V m = extreme.first;  // plain variables: lambdas may not capture structured bindings
+    const bool any_nan = extreme.second;
     auto holds = [&](V v) { return any_nan ? v != v : v == m; };
     for (int64_t b = 0;; b += kRunLanes) {  // the loop ends: some element holds m or a NaN
       const int64_t e = std::min(n, b + kRunLanes);
@@ -280,27 +293,9 @@ struct LogSumExpOp {
     requires std::is_same_v<opmath_t<T>, float>
   {
     // clang-format on
-    float top[kRunLanes];
-    int nan[kRunLanes];
-    for (int64_t j = 0; j < kRunLanes; ++j) top[j] = float(x[j]), nan[j] = top[j] != top[j];
-    int64_t i = kRunLanes;
-    for (; i + kRunLanes <= n; i += kRunLanes) {
-#pragma omp simd
-      for (int64_t j = 0; j < kRunLanes; ++j) {
-        const float v = float(x[i + j]);
-        top[j] = v > top[j] ? v : top[j];
-        nan[j] |= v != v;
-      }
-    }
-    float m = top[0];
-    int any_nan = 0;
-    for (int64_t j = 0; j < kRunLanes; ++j) m = top[j] > m ? top[j] : m, any_nan |= nan[j];
-    for (; i < n; ++i) {
-      const float v = float(x[i]);
-      m = v > m ? v : m;
-      any_nan |= v != v;
-    }
-    if (any_nan) return {double(m), std::numeric_limits<double>::quiet_NaN()};
+    const std::pair<float, bool> extreme = run_extreme<true, float>(x, n);  // first pass
+    const float m = extreme.first;  // a plain variable: it is read in OpenMP simd loops
+    if (extreme.second) return {double(m), std::numeric_limits<double>::quiet_NaN()};
     if (std::isinf(m)) {
       double count = 0;
       for (int64_t k = 0; k < n; ++k) count += float(x[k]) == m;
