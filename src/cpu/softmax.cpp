@@ -13,7 +13,7 @@
 #include "cpu/cpu_features.h"  // use_avx512
 #include "cpu/reduce_engine.h"  // cpu_has_avx2
 #include "kernels/convert.h"
-#include "kernels/fast_math.h"
+#include "kernels/unary_ops.h"  // Exp
 #include "ops/reduce_kernels.h"
 
 namespace ignis::cpu {
@@ -25,11 +25,8 @@ using kernels::opmath_t;
 constexpr int64_t kTile = 1024;      // columns per tile along a strided dim (4 KiB of floats)
 constexpr int64_t kSumBlock = 1024;  // float partial sums are folded into double this often
 
-template <class C>
-IGNIS_HOST_DEVICE C exp_of(C x) {
-  if constexpr (std::is_same_v<C, float>) return kernels::fast_exp(x);
-  else return std::exp(x);
-}
+/// e^x as the exp op computes it: fast_exp for float, libm for double.
+constexpr kernels::Exp exp_of{};
 
 /// Rows [begin, end) of a (rows, D) softmax along contiguous rows. Always inlined into the
 /// per-ISA wrappers below (softmax_base / softmax_avx2), so its loops are vectorised for each.
@@ -66,7 +63,7 @@ template <class T, bool kLog>
       C s = 0;
 #pragma omp simd reduction(+ : s)
       for (int64_t k = b0; k < b1; ++k) {
-        const C e = exp_of<C>(C(x[k]) - m);
+        const C e = exp_of(C(x[k]) - m);
         if constexpr (kStoreExp && !kLog) y[k] = e;
         s += e;
       }
@@ -85,7 +82,7 @@ template <class T, bool kLog>
         for (int64_t k = 0; k < D; ++k) y[k] = y[k] * scale;
       } else {
 #pragma omp simd
-        for (int64_t k = 0; k < D; ++k) y[k] = T(exp_of<C>(C(x[k]) - m) * scale);
+        for (int64_t k = 0; k < D; ++k) y[k] = T(exp_of(C(x[k]) - m) * scale);
       }
     }
   }
@@ -119,7 +116,7 @@ template <class T, bool kLog>
     for (int64_t d = 0; d < D; ++d) {
 #pragma omp simd
       for (int64_t j = 0; j < w; ++j) {
-        const C e = exp_of<C>(C(x[d * inner + j]) - mx[j]);
+        const C e = exp_of(C(x[d * inner + j]) - mx[j]);
         if constexpr (kStoreExp) y[d * inner + j] = e;
         sm[j] += e;
       }
@@ -132,7 +129,7 @@ template <class T, bool kLog>
           y[d * inner + j] = y[d * inner + j] * sm[j];
         } else {
           const C v = C(x[d * inner + j]) - mx[j];
-          y[d * inner + j] = T(kLog ? v - sm[j] : exp_of<C>(v) * sm[j]);
+          y[d * inner + j] = T(kLog ? v - sm[j] : exp_of(v) * sm[j]);
         }
       }
     }
