@@ -23,18 +23,22 @@ constexpr bool accepts() {
 /// 17.7-17.9 against 7.9-8.4; IGNIS_CPU_NO_AVX512=1 forces the AVX2 copy).
 template <class Op, class T>
 constexpr bool kMathBound = std::is_same_v<opmath_t<T>, float> &&
-                            (Op::id == UnaryOp::exp || Op::id == UnaryOp::log ||
+                            (Op::id == UnaryOp::exp || Op::id == UnaryOp::expm1 ||
+                             Op::id == UnaryOp::log || Op::id == UnaryOp::log1p ||
                              Op::id == UnaryOp::tanh || Op::id == UnaryOp::sigmoid ||
-                             Op::id == UnaryOp::silu || Op::id == UnaryOp::gelu ||
-                             Op::id == UnaryOp::gelu_tanh || Op::id == UnaryOp::gelu_grad ||
-                             Op::id == UnaryOp::gelu_tanh_grad);
+                             Op::id == UnaryOp::silu || Op::id == UnaryOp::softplus ||
+                             Op::id == UnaryOp::gelu || Op::id == UnaryOp::gelu_tanh ||
+                             Op::id == UnaryOp::gelu_grad || Op::id == UnaryOp::gelu_tanh_grad);
 
 /// o[i] = op(a[i]) over a contiguous run; inlined into each per-ISA wrapper below.
+/// always_inline on the element lambda: GCC otherwise leaves a large element body (softplus:
+/// an exp and a log1p) as a call per element, and the loop runs scalar.
 template <class Out, class T, class F>
 [[gnu::always_inline]] inline void contiguous_run(
     const F& op, Out* o, const T* a, int64_t n, bool stream) {
   using C = opmath_t<T>;
-  write_contiguous(o, n, stream, [&](int64_t i) { return Out(op(C(a[i]))); });
+  auto value_at = [&](int64_t i) __attribute__((always_inline)) { return Out(op(C(a[i]))); };
+  write_contiguous(o, n, stream, value_at);
 }
 template <class Out, class T, class F>
 void contiguous_run_base(const F& op, Out* o, const T* a, int64_t n, bool stream) {

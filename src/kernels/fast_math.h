@@ -1,9 +1,10 @@
-// Fast, branch-free float math for hot loops (softmax, GELU, the float unary ops exp, log,
-// tanh, sigmoid, SiLU), host and device alike. std::exp does not vectorise without
-// -ffast-math (each element is a libm call: a [4096,4096] tanh took 330 ms against PyTorch's
-// 21); these use only multiplies, adds, divisions, compares and integer bit operations, so a
-// `#pragma omp simd` loop calling them becomes vector code. Each function's comment gives its
-// error bound; tests/ops/test_reduce.cpp (FastMath.*) checks it on a sweep of the floats.
+// Fast, branch-free float math for hot loops (softmax, GELU, the float unary ops exp, expm1,
+// log, log1p, tanh, sigmoid, SiLU, softplus), host and device alike. std::exp does not
+// vectorise without -ffast-math (each element is a libm call: a [4096,4096] tanh took 330 ms
+// against PyTorch's 21); these use only multiplies, adds, divisions, compares and integer bit
+// operations, so a `#pragma omp simd` loop calling them becomes vector code. Each function's
+// comment gives its error bound; tests/ops/test_fast_math.cpp checks it on a sweep of the
+// floats.
 #pragma once
 
 #include <cmath>
@@ -107,6 +108,57 @@ IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_log(float x) {
   const float nan = detail::bits_float(0x7fc00000u);
   const float special = x == 0.0f ? -inf : (x == inf ? inf : nan);  // x <= 0, inf or NaN
   return x > 0.0f && x < inf ? r : special;
+}
+
+/// e^x - 1 for float, keeping its relative accuracy near 0 where fast_exp(x) - 1 would lose
+/// it to cancellation (within 2 ulp; -1 below -88, inf above ln(FLT_MAX), NaN stays NaN, the
+/// sign of 0 kept).
+/// Method: x = n ln2 + r as in fast_exp; expm1(r) = r + r^2 P(r) with P the Taylor series to
+/// r^8 (|r| <= ln2 / 2: the next term is below 2^-28 relative); then
+/// e^x - 1 = 2^n expm1(r) + (2^n - 1), where both terms and the sum round once for n <= 24.
+/// Above, 2^n e^r - 1 (2^n - 1 is no longer exact, and the -1 hardly matters).
+IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_expm1(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;
+  // |x| <= 89: n stays in [-129, 129], built in two normal halves below. One comparison, as
+  // in fast_exp; NaN passes through.
+  const float xc = std::fabs(x) > 89.0f ? std::copysign(89.0f, x) : x;
+  const float t = xc * kLog2e + kRound;
+  const float n = t - kRound;
+  const int32_t ni = int32_t(detail::float_bits(t) & 0x7fffffu) - 0x400000;
+  const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.0f / 40320.0f;
+  p = p * r + 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  const float q = r + r * r * p;  // expm1(r)
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  const float s1 = detail::bits_float(uint32_t(n1 + 127) << 23);
+  const float s2 = detail::bits_float(uint32_t(n2 + 127) << 23);
+  const float s = s1 * s2;  // 2^n; inf for n = 129, where only the large branch is taken
+  const float small = q * s + (s - 1.0f);
+  const float large = ((1.0f + q) * s1) * s2 - 1.0f;
+  // expm1 has the sign of x: copysign restores -0, which the reduction turns into +0.
+  return std::copysign(ni > 24 ? large : small, x);
+}
+
+/// log(1 + x) for float, keeping its relative accuracy near 0 (within 2 ulp): -inf at -1, NaN
+/// below -1 and for NaN, inf at inf, the sign of 0 kept.
+/// Method: u = 1 + x rounded, then log1p(x) = log(u) + (x - (u - 1)) / u: the second term is
+/// the first-order correction for the rounding of u (exact where u - 1 is, which Sterbenz's
+/// lemma gives for u in [1/2, 2]).
+IGNIS_HOST_DEVICE_ALWAYS_INLINE float fast_log1p(float x) {
+  const float u = 1.0f + x;
+  const float l = fast_log(u);
+  const float corrected = l + (x - (u - 1.0f)) / u;
+  // At u = 0 or inf the correction is NaN; l alone is the answer there (and NaN below -1).
+  const float r = std::fabs(l) < detail::bits_float(0x7f800000u) ? corrected : l;
+  return std::copysign(r, x);  // log1p has the sign of x (NaN stays NaN either way)
 }
 
 /// erfc(u) for u >= 0 (or NaN) in float, within 8 ulp (relative) wherever the result is a

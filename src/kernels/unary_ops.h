@@ -91,9 +91,10 @@ struct Clamp {
     else return std::numeric_limits<T>::max();
   }
 };
-// Float exp, log, tanh, sigmoid, SiLU and the tanh GELU (also bf16/fp16, computed in float)
-// take fast_exp, fast_log and fast_tanh (src/kernels/fast_math.h, within 2 ulp): std::exp,
-// std::log and std::tanh are scalar libm calls in the CPU loops. Double keeps libm.
+// Float exp, expm1, log, log1p, tanh, sigmoid, SiLU, softplus and the tanh GELU (also
+// bf16/fp16, computed in float) take fast_exp, fast_expm1, fast_log, fast_log1p and fast_tanh
+// (src/kernels/fast_math.h, within 2 ulp): std::exp and the rest are scalar libm calls in the
+// CPU loops. Double keeps libm.
 struct Exp {
   IGNIS_UNARY_HEADER(exp, Floating)
   template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
@@ -110,11 +111,17 @@ struct Log {
 };
 struct Log1p {
   IGNIS_UNARY_HEADER(log1p, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::log1p(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return fast_log1p(x);
+    else return std::log1p(x);
+  }
 };
 struct Expm1 {
   IGNIS_UNARY_HEADER(expm1, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::expm1(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return fast_expm1(x);
+    else return std::expm1(x);
+  }
 };
 struct Sqrt {
   IGNIS_UNARY_HEADER(sqrt, Floating)
@@ -177,10 +184,11 @@ struct Silu {
 struct Softplus {
   IGNIS_UNARY_HEADER(softplus, Floating)
   UnaryParams p;
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const {
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
     const T beta = T(p.a);
     const T bx = beta * x;
-    return bx > T(p.b) ? x : std::log1p(std::exp(bx)) / beta;
+    if constexpr (std::is_same_v<T, float>) return bx > T(p.b) ? x : fast_log1p(fast_exp(bx)) / beta;
+    else return bx > T(p.b) ? x : std::log1p(std::exp(bx)) / beta;
   }
 };
 struct Reciprocal {

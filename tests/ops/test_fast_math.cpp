@@ -1,14 +1,20 @@
-// The fast float math of src/kernels/fast_math.h against libm in float64 rounded to float:
-// each function on a sweep of the float bit patterns (every sign and exponent, subnormals,
-// infinities, NaN) and its special values.
+// The fast float math of src/kernels/fast_math.h against libm in float64
+// rounded to float: each function on a sweep of the float bit patterns (every sign and
+// exponent, subnormals, infinities, NaN), its special values, and the unary ops built on them
+// run through the engine's loops on the same kind of sweep (those loops are the vectorised
+// copies, AVX-512 where the CPU has it; tests/CMakeLists.txt runs this file again without).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/fast_math.h"
 #include "support/test_support.h"
 
 namespace ignis::testing {
 namespace {
+
+constexpr float kInfF = std::numeric_limits<float>::infinity();
+constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
 
 /// Distance in units in the last place between two floats of any sign (-0 and +0 are one
 /// value; 0 between two NaNs, the largest distance between a NaN and a number).
@@ -101,6 +107,80 @@ TEST(FastMath, ErfcAndNormalCdfKeepTheirRelativeAccuracyInTheTails) {
   EXPECT_EQ(kernels::normal_cdf(0.0f), 0.5f);
   EXPECT_EQ(kernels::fast_erfc_nonnegative(20.0f), 0.0f);
   EXPECT_TRUE(std::isnan(kernels::normal_cdf(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Bounds measured over all 2^32 floats, with and without FMA contraction: expm1 1 ulp, log1p
+// 2.
+TEST(FastMath, Expm1AndLog1pWithinTwoUlp) {
+  int64_t worst_expm1 = 0, worst_log1p = 0;
+  float at_expm1 = 0, at_log1p = 0;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 251) {
+    const float x = detail::bits_float(uint32_t(bits));
+    int64_t d = ulp_distance(kernels::fast_expm1(x), float(std::expm1(double(x))));
+    if (d > worst_expm1) worst_expm1 = d, at_expm1 = x;
+    d = ulp_distance(kernels::fast_log1p(x), float(std::log1p(double(x))));
+    if (d > worst_log1p) worst_log1p = d, at_log1p = x;
+  }
+  EXPECT_LE(worst_expm1, 2) << "expm1 at x = " << at_expm1;
+  EXPECT_LE(worst_log1p, 2) << "log1p at x = " << at_log1p;
+  EXPECT_TRUE(std::signbit(kernels::fast_expm1(-0.0f)));
+  EXPECT_EQ(kernels::fast_expm1(1e-30f), 1e-30f);
+  EXPECT_EQ(kernels::fast_expm1(89.0f), kInfF);
+  EXPECT_EQ(kernels::fast_expm1(kInfF), kInfF);
+  EXPECT_EQ(kernels::fast_expm1(-100.0f), -1.0f);
+  EXPECT_EQ(kernels::fast_expm1(-kInfF), -1.0f);
+  EXPECT_TRUE(std::isnan(kernels::fast_expm1(kNaNF)));
+  EXPECT_TRUE(std::signbit(kernels::fast_log1p(-0.0f)));
+  EXPECT_EQ(kernels::fast_log1p(1e-30f), 1e-30f);
+  EXPECT_EQ(kernels::fast_log1p(-1.0f), -kInfF);
+  EXPECT_EQ(kernels::fast_log1p(kInfF), kInfF);
+  EXPECT_TRUE(std::isnan(kernels::fast_log1p(-2.0f)));
+  EXPECT_TRUE(std::isnan(kernels::fast_log1p(-kInfF)));
+  EXPECT_TRUE(std::isnan(kernels::fast_log1p(kNaNF)));
+}
+
+// The unary ops built on these functions, through the engine's contiguous float loops, on every
+// 4093rd bit pattern (about a million values, so several threads share them), against libm in
+// float64 rounded to float.
+TEST(FastMath, UnaryOpsKeepTheBoundsInTheVectorLoops) {
+  std::vector<float> values;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4093)
+    values.push_back(detail::bits_float(uint32_t(bits)));
+  const Tensor x = from_blob(values.data(), {int64_t(values.size())}, DType::Float32).clone();
+  struct Case {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    double (*reference)(double);
+    int64_t bound;
+  };
+  const Case cases[] = {
+      {"exp", [](const Tensor& t) { return exp(t); }, [](double v) { return std::exp(v); }, 2},
+      {"expm1",
+       [](const Tensor& t) { return expm1(t); },
+       [](double v) { return std::expm1(v); },
+       2},
+      {"log", [](const Tensor& t) { return log(t); }, [](double v) { return std::log(v); }, 2},
+      {"log1p",
+       [](const Tensor& t) { return log1p(t); },
+       [](double v) { return std::log1p(v); },
+       2},
+      {"tanh", [](const Tensor& t) { return tanh(t); }, [](double v) { return std::tanh(v); }, 2},
+      // softplus composes exp and log1p, each within 2 ulp.
+      {"softplus",
+       [](const Tensor& t) { return softplus(t, 1, 20); },
+       [](double v) { return v > 20 ? v : std::log1p(std::exp(v)); },
+       4},
+  };
+  for (const Case& c : cases) {
+    const std::vector<double> got = values_of(c.op(x));
+    int64_t worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const int64_t d = ulp_distance(float(got[i]), float(c.reference(double(values[i]))));
+      if (d > worst) worst = d, at = values[i];
+    }
+    EXPECT_LE(worst, c.bound) << c.name << " at x = " << at;
+  }
 }
 
 }  // namespace
