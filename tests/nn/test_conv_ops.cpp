@@ -200,7 +200,9 @@ TEST(Conv2d, WinogradForwardAndInputGradientMatchFloat64) {
   const ConvCase cases[] = {
       {"wino64", 2, 64, 12, 12, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
       {"wino_odd", 1, 96, 9, 7, 80, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false},
-      {"wino_chunks", 11, 64, 40, 40, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true}};
+      {"wino_chunks", 11, 64, 40, 40, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      // ResNet-18's third stage on 16x16 images: 4x4 maps, one Winograd tile each.
+      {"wino_4x4", 4, 256, 4, 4, 256, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false}};
   const bool winograd_here = __builtin_cpu_supports("avx512f");
   for (const ConvCase& k : cases) {
     const Conv2dParams p = params_of(k);
