@@ -16,7 +16,7 @@ constexpr bool accepts() {
   else return true;
 }
 
-/// Ops whose float math (a polynomial exp, log, tanh or erfc per element) costs more than
+/// Ops whose float math (a polynomial exp, log, tanh, sin or erfc per element) costs more than
 /// their memory traffic: their contiguous runs are compiled again for AVX-512, 16 floats a
 /// vector, and that copy is picked at run time (measured on [4096,4096] at one thread, AVX2
 /// against AVX-512: exp 9.8-9.9 ms against 4.3-6.4, tanh 13.3-13.4 against 6.7, exact GELU
@@ -25,20 +25,45 @@ template <class Op, class T>
 constexpr bool kMathBound = std::is_same_v<opmath_t<T>, float> &&
                             (Op::id == UnaryOp::exp || Op::id == UnaryOp::expm1 ||
                              Op::id == UnaryOp::log || Op::id == UnaryOp::log1p ||
+                             Op::id == UnaryOp::sin || Op::id == UnaryOp::cos ||
                              Op::id == UnaryOp::tanh || Op::id == UnaryOp::sigmoid ||
                              Op::id == UnaryOp::silu || Op::id == UnaryOp::softplus ||
                              Op::id == UnaryOp::gelu || Op::id == UnaryOp::gelu_tanh ||
                              Op::id == UnaryOp::gelu_grad || Op::id == UnaryOp::gelu_tanh_grad);
 
+/// Functors with a faster form for most float inputs (sin, cos: without_table, valid where
+/// needs_table is false; src/kernels/fast_trig.h).
+template <class F>
+constexpr bool kHasTableFreeForm = requires { F::without_table(0.0f); };
+
 /// o[i] = op(a[i]) over a contiguous run; inlined into each per-ISA wrapper below.
-/// always_inline on the element lambda: GCC otherwise leaves a large element body (softplus:
+/// always_inline on the element lambdas: GCC otherwise leaves a large element body (softplus:
 /// an exp and a log1p) as a call per element, and the loop runs scalar.
 template <class Out, class T, class F>
 [[gnu::always_inline]] inline void contiguous_run(
     const F& op, Out* o, const T* a, int64_t n, bool stream) {
   using C = opmath_t<T>;
-  auto value_at = [&](int64_t i) __attribute__((always_inline)) { return Out(op(C(a[i]))); };
-  write_contiguous(o, n, stream, value_at);
+  if constexpr (kHasTableFreeForm<F> && std::is_same_v<C, float>) {
+    // Blocks of 256 values (checked in a vectorised pass, then computed) take the table-free
+    // form unless one of them needs the table (sin of [4096,4096] floats: ~24 ms with lookups).
+    constexpr int64_t kBlock = 256;
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t m = std::min(kBlock, n - b);
+      const T* ab = a + b;
+      auto with_table = [&](int64_t i) __attribute__((always_inline)) { return Out(op(C(ab[i]))); };
+      auto without_table = [&](int64_t i) __attribute__((always_inline)) {
+        return Out(F::without_table(C(ab[i])));
+      };
+      unsigned table = 0;
+#pragma omp simd reduction(| : table)
+      for (int64_t i = 0; i < m; ++i) table |= unsigned(F::needs_table(C(ab[i])));
+      if (table != 0) write_contiguous(o + b, m, stream, with_table);
+      else write_contiguous(o + b, m, stream, without_table);
+    }
+  } else {
+    auto value_at = [&](int64_t i) __attribute__((always_inline)) { return Out(op(C(a[i]))); };
+    write_contiguous(o, n, stream, value_at);
+  }
 }
 template <class Out, class T, class F>
 void contiguous_run_base(const F& op, Out* o, const T* a, int64_t n, bool stream) {

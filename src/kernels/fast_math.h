@@ -4,7 +4,7 @@
 // against PyTorch's 21); these use only multiplies, adds, divisions, compares and integer bit
 // operations, so a `#pragma omp simd` loop calling them becomes vector code. Each function's
 // comment gives its error bound; tests/ops/test_fast_math.cpp checks it on a sweep of the
-// floats.
+// floats. Sine and cosine are in fast_trig.h.
 #pragma once
 
 #include <cmath>

@@ -35,6 +35,15 @@ template <class T>
 inline constexpr bool is_floating_v =
     std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+/// False in the device pass of a CUDA compilation: functors pick host-only code (the float sin,
+/// cos and pow of fast_trig.h and fast_pow.h, which read host tables or favour float64) with
+/// `if constexpr (kCompiledForHost ...)` and keep the device's own functions on the GPU.
+#if defined(__CUDA_ARCH__)
+inline constexpr bool kCompiledForHost = false;
+#else
+inline constexpr bool kCompiledForHost = true;
+#endif
+
 template <class T>
 IGNIS_HOST_DEVICE bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "kernels/fast_math.h"
+#include "kernels/fast_trig.h"
 #include "kernels/host_device.h"
 
 namespace ignis::kernels {
@@ -131,13 +132,26 @@ struct Rsqrt {
   IGNIS_UNARY_HEADER(rsqrt, Floating)
   template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return T(1) / std::sqrt(x); }
 };
+// Float sin and cos on the host take fast_sin and fast_cos (src/kernels/fast_trig.h: a table
+// lookup in host memory); CUDA kernels keep the device's sinf and cosf. The CPU loops check a
+// block of values with needs_table and run without_table where none does (no lookups).
 struct Sin {
   IGNIS_UNARY_HEADER(sin, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::sin(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (kCompiledForHost && std::is_same_v<T, float>) return fast_sin(x);
+    else return std::sin(x);
+  }
+  static bool needs_table(float x) { return trig_needs_table(x); }
+  static float without_table(float x) { return fast_sin_moderate(x); }
 };
 struct Cos {
   IGNIS_UNARY_HEADER(cos, Floating)
-  template <class T> IGNIS_HOST_DEVICE T operator()(T x) const { return std::cos(x); }
+  template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
+    if constexpr (kCompiledForHost && std::is_same_v<T, float>) return fast_cos(x);
+    else return std::cos(x);
+  }
+  static bool needs_table(float x) { return trig_needs_table(x); }
+  static float without_table(float x) { return fast_cos_moderate(x); }
 };
 struct Tanh {
   IGNIS_UNARY_HEADER(tanh, Floating)
