@@ -6,6 +6,7 @@
 // Adding an op: functor + enum + list entry here, front end in src/ops/elementwise.cpp.
 #pragma once
 
+#include "kernels/fast_pow.h"
 #include "kernels/host_device.h"
 
 namespace ignis::kernels {
@@ -105,7 +106,8 @@ struct Div {
   template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
 };
 /// pow on floats; exact integer pow by squaring when both operands are integers (negative
-/// integer exponents are rejected by the front end, as in PyTorch).
+/// integer exponents are rejected by the front end, as in PyTorch). Float on the host is
+/// fast_pow (src/kernels/fast_pow.h, vectorised; within 1 ulp), the device keeps powf.
 struct Pow {
   IGNIS_BINARY_HEADER(pow, Arithmetic)
   template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const {
@@ -119,8 +121,12 @@ struct Pow {
       }
       return r;
     } else {
-      if (b == T(2)) return a * a;  // as PyTorch: exact square
-      return std::pow(a, b);
+      if constexpr (kCompiledForHost && std::is_same_v<T, float>) {
+        return b == 2.0f ? a * a : fast_pow(a, b);  // a select, so the loop stays vector code
+      } else {
+        if (b == T(2)) return a * a;  // as PyTorch: exact square
+        return std::pow(a, b);
+      }
     }
   }
 };

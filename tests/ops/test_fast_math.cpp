@@ -1,13 +1,15 @@
-// The fast float math of src/kernels/fast_math.h and fast_trig.h against libm in float64
+// The fast float math of src/kernels/fast_math.h, fast_trig.h and fast_pow.h against libm in float64
 // rounded to float: each function on a sweep of the float bit patterns (every sign and
 // exponent, subnormals, infinities, NaN), its special values, and the unary ops built on them
 // run through the engine's loops on the same kind of sweep (those loops are the vectorised
 // copies, AVX-512 where the CPU has it; tests/CMakeLists.txt runs this file again without).
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernels/fast_math.h"
+#include "kernels/fast_pow.h"
 #include "kernels/fast_trig.h"
 #include "support/test_support.h"
 
@@ -171,6 +173,49 @@ TEST(FastMath, SinAndCosWithinTwoUlpOverTheWholeRange) {
   }
 }
 
+/// The exponents the pow tests use: the common ones, ones that make x^y overflow or underflow
+/// for most x, and a spread of others.
+std::vector<float> pow_exponents() {
+  std::vector<float> ys = {2.5f, 0.5f, -0.5f, 3.0f, -1.0f, 1.0f / 3, -2.0f, 7.0f, 0.1f,
+                           100.0f, -100.0f, 1e-3f, 20.5f, -37.25f, 1e6f, -1e-6f};
+  for (int i = 0; i < 16; ++i) ys.push_back(float(-12.0 + 1.6 * i + 0.0137 * i * i));
+  return ys;
+}
+
+// Against pow in float64 rounded to float; the worst over all 2^32 bases was 1 ulp for each of
+// these exponents.
+TEST(FastMath, PowWithinOneUlp) {
+  int64_t worst = 0;
+  float at_x = 0, at_y = 0;
+  for (float y : pow_exponents()) {
+    for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) {
+      const float x = detail::bits_float(uint32_t(bits));
+      const int64_t d = ulp_distance(kernels::fast_pow(x, y), float(std::pow(double(x), double(y))));
+      if (d > worst) worst = d, at_x = x, at_y = y;
+    }
+  }
+  EXPECT_LE(worst, 1) << "pow at x = " << at_x << ", y = " << at_y;
+}
+
+// C's special cases of powf (signed zeros, infinities, NaN, negative bases to integer and
+// non-integer powers, 1^NaN and NaN^0): the same value, NaN or not, and the same sign as the
+// C library's powf.
+TEST(FastMath, PowSpecialValuesAreThoseOfPowf) {
+  const float values[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, 3.0f, -3.0f,
+                          kInfF, -kInfF, kNaNF, std::numeric_limits<float>::denorm_min(),
+                          -std::numeric_limits<float>::denorm_min(), 2.5f, -2.5f, 1e30f, -1e30f,
+                          16777216.0f, -16777216.0f, 16777215.0f, -33554432.0f};
+  for (float x : values) {
+    for (float y : values) {
+      const float got = kernels::fast_pow(x, y), want = std::pow(x, y);
+      const bool same = std::isnan(want) ? std::isnan(got)
+                                         : std::signbit(got) == std::signbit(want) &&
+                                               ulp_distance(got, want) <= 1;
+      EXPECT_TRUE(same) << x << "^" << y << ": " << got << ", powf " << want;
+    }
+  }
+}
+
 // The unary ops built on these functions, through the engine's contiguous float loops, on every
 // 4093rd bit pattern (about a million values, so several threads share them), against libm in
 // float64 rounded to float.
@@ -215,6 +260,43 @@ TEST(FastMath, UnaryOpsKeepTheBoundsInTheVectorLoops) {
     }
     EXPECT_LE(worst, c.bound) << c.name << " at x = " << at;
   }
+}
+
+// pow through the engine's binary loops (the vectorised AVX-512 copy where the CPU has it):
+// tensor^scalar and scalar^tensor (a broadcast operand of stride 0) and tensor^tensor.
+TEST(FastMath, PowKeepsItsBoundInTheVectorLoops) {
+  std::vector<float> bases;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 65521)
+    bases.push_back(detail::bits_float(uint32_t(bits)));
+  const int64_t n = int64_t(bases.size());
+  const Tensor x = from_blob(bases.data(), {n}, DType::Float32).clone();
+  int64_t worst = 0;
+  std::string at;
+  auto check = [&](const Tensor& got, auto base_at, auto exponent_at, const char* form) {
+    const std::vector<double> v = values_of(got);
+    for (int64_t i = 0; i < n; ++i) {
+      const float b = base_at(i), e = exponent_at(i);
+      const int64_t d = ulp_distance(float(v[size_t(i)]), float(std::pow(double(b), double(e))));
+      if (d > worst) worst = d, at = std::string(form) + " " + std::to_string(b) + "^" + std::to_string(e);
+    }
+  };
+  for (float y : pow_exponents()) {
+    check(pow(x, y), [&](int64_t i) { return bases[size_t(i)]; }, [&](int64_t) { return y; },
+          "tensor^scalar");
+  }
+  // Scalar bases to the powers held in a tensor: the bit patterns, as exponents.
+  for (float b : {2.0f, 0.5f, -3.0f, 1.0f, 10.0f}) {
+    check(pow(Scalar(double(b)), x), [&](int64_t) { return b; },
+          [&](int64_t i) { return bases[size_t(i)]; }, "scalar^tensor");
+  }
+  // Bases and exponents both varying: each base to an exponent from the list in turn.
+  const std::vector<float> ys = pow_exponents();
+  std::vector<float> exponents(bases.size());
+  for (size_t i = 0; i < exponents.size(); ++i) exponents[i] = ys[i % ys.size()];
+  const Tensor e = from_blob(exponents.data(), {n}, DType::Float32).clone();
+  check(pow(x, e), [&](int64_t i) { return bases[size_t(i)]; },
+        [&](int64_t i) { return exponents[size_t(i)]; }, "tensor^tensor");
+  EXPECT_LE(worst, 1) << at;
 }
 
 }  // namespace
