@@ -317,6 +317,18 @@ int main(int argc, char** argv) {
     row(o, "logsumexp", "[4096,4096] f32, dim 1", (NR + R) * F, 3 * NR,
         [&] { Tensor c = ignis::logsumexp(a, {1}); });
   }
+  // More math-bound float ops (src/kernels/fast_math.h, fast_trig.h, fast_pow.h): sin over a
+  // range that takes a few quadrants, log1p of non-negative values, softplus (an exp and a
+  // log1p), a non-integer power of non-negative values.
+  if (wanted(o, "sin") || wanted(o, "log1p") || wanted(o, "softplus") || wanted(o, "pow")) {
+    Tensor a = input({4096, 4096}, -5, 5), p = input({4096, 4096}, 0, 10);
+    row(o, "sin", "[4096,4096] f32", 2 * NR * F, NR, [&] { Tensor c = ignis::sin(a); });
+    row(o, "log1p", "[4096,4096] f32, in [0,10]", 2 * NR * F, NR,
+        [&] { Tensor c = ignis::log1p(p); });
+    row(o, "softplus", "[4096,4096] f32", 2 * NR * F, NR, [&] { Tensor c = ignis::softplus(a); });
+    row(o, "pow", "[4096,4096] f32 in [0,10], ^2.5", 2 * NR * F, NR,
+        [&] { Tensor c = ignis::pow(p, 2.5); });
+  }
   // The top 5 of each row of [4096,1000] scores (top-5 accuracy), in an order that is not
   // sorted (sin of a ramp), and a cat along dim 1 of two [2048,512] (rows of the output
   // interleave the inputs; everything fits in the last-level cache).

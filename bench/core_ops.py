@@ -229,6 +229,13 @@ def main():
             lambda: torch.nn.functional.gelu(x))
         row("logsumexp", "[4096,4096] f32, dim 1", (NR + R) * F, 3 * NR,
             lambda: torch.logsumexp(x, 1))
+    if wanted("sin") or wanted("log1p") or wanted("softplus") or wanted("pow"):
+        x, p = inp([4096, 4096], -5, 5), inp([4096, 4096], 0, 10)
+        row("sin", "[4096,4096] f32", 2 * NR * F, NR, lambda: torch.sin(x))
+        row("log1p", "[4096,4096] f32, in [0,10]", 2 * NR * F, NR, lambda: torch.log1p(p))
+        row("softplus", "[4096,4096] f32", 2 * NR * F, NR,
+            lambda: torch.nn.functional.softplus(x))
+        row("pow", "[4096,4096] f32 in [0,10], ^2.5", 2 * NR * F, NR, lambda: torch.pow(p, 2.5))
     if wanted("topk5"):
         s = torch.sin(inp([4096, 1000], 0, 4096000))
         row("topk5", "[4096,1000] f32, k=5 dim 1", 4096.0 * 1000 * F, 0, lambda: torch.topk(s, 5, 1))
