@@ -134,15 +134,17 @@ struct Rsqrt {
 };
 // Float sin and cos on the host take fast_sin and fast_cos (src/kernels/fast_trig.h: a table
 // lookup in host memory); CUDA kernels keep the device's sinf and cosf. The CPU loops check a
-// block of values with needs_table and run without_table where none does (no lookups).
+// block of values for the largest tier and run upto<tier>, which gives the same bits with only
+// the reductions that tier needs.
 struct Sin {
   IGNIS_UNARY_HEADER(sin, Floating)
   template <class T> IGNIS_HOST_DEVICE_ALWAYS_INLINE T operator()(T x) const {
     if constexpr (kCompiledForHost && std::is_same_v<T, float>) return fast_sin(x);
     else return std::sin(x);
   }
-  static bool needs_table(float x) { return trig_needs_table(x); }
-  static float without_table(float x) { return fast_sin_moderate(x); }
+  static constexpr int kTiers = 3;
+  static int tier(float x) { return trig_tier(x); }
+  template <int kTier> static float upto(float x) { return fast_sin_upto<kTier>(x); }
 };
 struct Cos {
   IGNIS_UNARY_HEADER(cos, Floating)
@@ -150,8 +152,9 @@ struct Cos {
     if constexpr (kCompiledForHost && std::is_same_v<T, float>) return fast_cos(x);
     else return std::cos(x);
   }
-  static bool needs_table(float x) { return trig_needs_table(x); }
-  static float without_table(float x) { return fast_cos_moderate(x); }
+  static constexpr int kTiers = 3;
+  static int tier(float x) { return trig_tier(x); }
+  template <int kTier> static float upto(float x) { return fast_cos_upto<kTier>(x); }
 };
 struct Tanh {
   IGNIS_UNARY_HEADER(tanh, Floating)

@@ -155,7 +155,8 @@ TEST(FastMath, SinAndCosWithinTwoUlpOverTheWholeRange) {
     check(detail::bits_float(uint32_t(bits)));
   // The floats nearest to multiples of pi/2 up to 2^20, where the reduction cancels most: the
   // result's relative accuracy rests on the bits of pi/2 far below the float's own.
-  for (int k = 1; k < (1 << 20); k += 997) {
+  // Every such multiple below kTrigSmallLimit (the float reduction's range), then a spread.
+  for (int k = 1; k < (1 << 20); k += k < 4096 ? 1 : 997) {
     const float near = float(k * 1.57079632679489661923);
     for (float x : {std::nextafter(near, 0.0f), near, std::nextafter(near, kInfF)}) check(x);
   }
@@ -170,6 +171,43 @@ TEST(FastMath, SinAndCosWithinTwoUlpOverTheWholeRange) {
   for (float special : {kInfF, -kInfF, kNaNF}) {
     EXPECT_TRUE(std::isnan(kernels::fast_sin(special)));
     EXPECT_TRUE(std::isnan(kernels::fast_cos(special)));
+  }
+}
+
+// sin and cos through the engine's contiguous loop give the bits of its strided loop, which
+// calls fast_sin and fast_cos per element, whatever the blocks hold: blocks of small arguments
+// only (the float reduction), of arguments below 2^26 (float64, no table) and with larger
+// ones (the table) each take their own loop (src/cpu/unary.cpp). (Not against fast_sin called
+// here: this file is compiled without the library's FMA, which changes the last bits.)
+TEST(FastMath, SinAndCosGiveTheSameBitsInEveryLoop) {
+  std::vector<float> values;
+  auto spread = [&](float lo, float hi, int count) {
+    for (int i = 0; i < count; ++i) values.push_back(lo + (hi - lo) * float(i) / float(count));
+  };
+  spread(-6000.0f, 6000.0f, 4096);  // small blocks
+  spread(-1e7f, 1e7f, 4096);        // mostly tier 1
+  spread(-1e30f, 1e30f, 4096);      // mostly the table
+  for (int i = 0; i < 4096; ++i) {  // all tiers in each block, and the special values
+    const float v[] = {0.5f * float(i), 6431.9f + float(i), 7e7f * float(i), -0.0f, kInfF, kNaNF};
+    values.push_back(v[i % 6]);
+  }
+  const int64_t n = int64_t(values.size());
+  const Tensor x = from_blob(values.data(), {n}, DType::Float32).clone();
+  const Tensor pairs = x.reshape({n / 2, 2});  // its columns: views of stride 2
+  for (bool is_sin : {true, false}) {
+    auto f = [&](const Tensor& t) { return is_sin ? sin(t) : cos(t); };
+    const std::vector<double> got = values_of(f(x));
+    const std::vector<double> even = values_of(f(pairs.select(1, 0)));
+    const std::vector<double> odd = values_of(f(pairs.select(1, 1)));
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = (i % 2 == 0 ? even : odd)[size_t(i / 2)], g = got[size_t(i)];
+      // The same bits, or both NaN (whose payload may differ).
+      const bool same = std::isnan(want)
+                            ? std::isnan(g)
+                            : detail::float_bits(float(g)) == detail::float_bits(float(want));
+      ASSERT_TRUE(same) << (is_sin ? "sin" : "cos") << " of " << values[size_t(i)] << ": " << g
+                        << " contiguous, " << want << " strided";
+    }
   }
 }
 
