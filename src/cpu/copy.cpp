@@ -129,15 +129,23 @@ void where_kernel(const ElementwisePlan& p) {
       const bool* c = reinterpret_cast<const bool*>(d[1]);
       const T* a = reinterpret_cast<const T*>(d[2]);
       const T* b = reinterpret_cast<const T*>(d[3]);
-      // Contiguous runs (b may be a broadcast scalar, as in relu's backward): both values are
-      // loaded unconditionally so the select has no branch and vectorises; the general
-      // strided loop is branchy and mispredicts on random conditions. The condition is read as
-      // bytes: GCC 12 does not vectorise a select on a bool load, but does on uint8_t.
+      // Contiguous runs (a or b may be a broadcast scalar, as in masked_fill and relu's
+      // backward): both values are loaded unconditionally so the select has no branch and
+      // vectorises; the general strided loop is branchy and mispredicts on random conditions.
+      // The condition is read as bytes: GCC 12 does not vectorise a select on a bool load,
+      // but does on uint8_t.
       const uint8_t* c8 = reinterpret_cast<const uint8_t*>(c);
       if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 0) {
         const T bv = b[0];
         for (int64_t i = 0; i < n; ++i) {
           const T av = a[i];
+          o[i] = c8[i] != 0 ? av : bv;
+        }
+      } else if (s[0] == 1 && s[1] == 1 && s[2] == 0 && s[3] == 1) {
+        // a the broadcast scalar: masked_fill (where(mask, value, x)).
+        const T av = a[0];
+        for (int64_t i = 0; i < n; ++i) {
+          const T bv = b[i];
           o[i] = c8[i] != 0 ? av : bv;
         }
       } else if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 1) {
