@@ -329,6 +329,14 @@ int main(int argc, char** argv) {
     row(o, "pow", "[4096,4096] f32 in [0,10], ^2.5", 2 * NR * F, NR,
         [&] { Tensor c = ignis::pow(p, 2.5); });
   }
+  // masked_fill of [4096,4096] under a mask with no pattern a branch predictor could learn
+  // (where sin(1000 x) > 0), as attention masks and padding masks are applied.
+  if (wanted(o, "masked_fill")) {
+    Tensor a = input({4096, 4096}, -5, 5);
+    Tensor mask = ignis::gt(ignis::sin(ignis::mul(a, 1000.0)), 0.0);
+    row(o, "masked_fill", "[4096,4096] f32, bool mask", NR * (2 * F + 1), 0,
+        [&] { Tensor c = ignis::masked_fill(a, mask, -1e9); });
+  }
   // The top 5 of each row of [4096,1000] scores (top-5 accuracy), in an order that is not
   // sorted (sin of a ramp), and a cat along dim 1 of two [2048,512] (rows of the output
   // interleave the inputs; everything fits in the last-level cache).

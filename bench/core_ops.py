@@ -236,6 +236,11 @@ def main():
         row("softplus", "[4096,4096] f32", 2 * NR * F, NR,
             lambda: torch.nn.functional.softplus(x))
         row("pow", "[4096,4096] f32 in [0,10], ^2.5", 2 * NR * F, NR, lambda: torch.pow(p, 2.5))
+    if wanted("masked_fill"):
+        x = inp([4096, 4096], -5, 5)
+        mask = torch.sin(x * 1000.0) > 0
+        row("masked_fill", "[4096,4096] f32, bool mask", NR * (2 * F + 1), 0,
+            lambda: x.masked_fill(mask, -1e9))
     if wanted("topk5"):
         s = torch.sin(inp([4096, 1000], 0, 4096000))
         row("topk5", "[4096,1000] f32, k=5 dim 1", 4096.0 * 1000 * F, 0, lambda: torch.topk(s, 5, 1))
