@@ -26,17 +26,19 @@ constexpr bool kMathBound = Op::id == BinaryOp::pow && std::is_same_v<opmath_t<T
 /// that operand's one value. always_inline on the element lambdas: GCC otherwise may leave a
 /// large element body (fast_pow) as a call per element, and the loop runs scalar.
 template <class Out, class T, class F>
-[[gnu::always_inline]] inline void contiguous_run(const F& op, Out* o, const T* a, const T* b,
-                                                  int64_t sa, int64_t sb, int64_t n, bool stream) {
+[[gnu::always_inline]] inline void contiguous_run(
+    const F& op, Out* o, const T* a, const T* b, int64_t sa, int64_t sb, int64_t n, bool stream) {
   using C = opmath_t<T>;
   if (sb == 0) {
     const C bv = C(b[0]);
-    write_contiguous(o, n, stream,
-                     [&](int64_t i) __attribute__((always_inline)) { return Out(op(C(a[i]), bv)); });
+    write_contiguous(o, n, stream, [&](int64_t i) __attribute__((always_inline)) {
+      return Out(op(C(a[i]), bv));
+    });
   } else if (sa == 0) {
     const C av = C(a[0]);
-    write_contiguous(o, n, stream,
-                     [&](int64_t i) __attribute__((always_inline)) { return Out(op(av, C(b[i]))); });
+    write_contiguous(o, n, stream, [&](int64_t i) __attribute__((always_inline)) {
+      return Out(op(av, C(b[i])));
+    });
   } else {
     write_contiguous(o, n, stream, [&](int64_t i) __attribute__((always_inline)) {
       return Out(op(C(a[i]), C(b[i])));
@@ -44,8 +46,8 @@ template <class Out, class T, class F>
   }
 }
 template <class Out, class T, class F>
-void contiguous_run_base(const F& op, Out* o, const T* a, const T* b, int64_t sa, int64_t sb,
-                         int64_t n, bool stream) {
+void contiguous_run_base(
+    const F& op, Out* o, const T* a, const T* b, int64_t sa, int64_t sb, int64_t n, bool stream) {
   contiguous_run(op, o, a, b, sa, sb, n, stream);
 }
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -92,7 +92,8 @@ namespace pow_detail {
   const bool y_small = ay < 16777216.0f;
   const uint32_t y_odd = uint32_t(y_integer & y_small) & uint32_t(int32_t(y_small ? y : 0.0f));
   // A negative x (-0 and -inf included) to an odd integer power: the result's sign flips.
-  r = std::bit_cast<float>(std::bit_cast<uint32_t>(r) ^ (std::bit_cast<uint32_t>(x) & (y_odd << 31)));
+  const uint32_t flip = std::bit_cast<uint32_t>(x) & (y_odd << 31);
+  r = std::bit_cast<float>(std::bit_cast<uint32_t>(r) ^ flip);
   r = (x < 0.0f) & (x > -kInf) & !y_integer ? __builtin_nanf("") : r;
   r = (x != x) | (y != y) ? __builtin_nanf("") : r;
   r = (y == 0.0f) | (x == 1.0f) | ((x == -1.0f) & (ay == kInf)) ? 1.0f : r;
