@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "bench_timing.h"
@@ -275,14 +276,23 @@ int main(int argc, char** argv) {
     row(o, "mean_hw", "[128,512,4,4] f32, mean over (2,3)", 1.0625 * n * F, n,
         [&] { Tensor m = ignis::mean(x, {2, 3}); });
   }
-  // BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
-  if (wanted(o, "batch_norm_1d")) {
-    const double n = 4096.0 * 512, B = 4;
-    Tensor x = input({4096, 512}, -2, 3), g = input({4096, 512}, 1, -1);
-    Tensor w = input({512}, 0.5, 1.5), b = input({512}, -0.5, 0.5);
-    Tensor rm = ignis::zeros({512}), rv = ignis::ones({512});
+  // Float32 batch norm, training forward and backward: BatchNorm1d as an MLP runs it,
+  // [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW
+  // [128, 64, 32, 32].
+  for (const auto& [name, label, shape] :
+       {std::tuple{"batch_norm_1d", "[4096,512] f32, fwd+bwd", ignis::Shape{4096, 512}},
+        std::tuple{"batch_norm_2d", "[128,64,32,32] f32 NCHW, fwd+bwd",
+                   ignis::Shape{128, 64, 32, 32}}}) {
+    if (!wanted(o, name)) continue;
+    const int64_t C = shape[1];
+    double n = 1;
+    for (const int64_t d : shape) n *= double(d);
+    const double B = 4;
+    Tensor x = input(shape, -2, 3), g = input(shape, 1, -1);
+    Tensor w = input({C}, 0.5, 1.5), b = input({C}, -0.5, 0.5);
+    Tensor rm = ignis::zeros({C}), rv = ignis::ones({C});
     for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
-    row(o, "batch_norm_1d", "[4096,512] f32, fwd+bwd", 5 * n * B, 14 * n, [&] {
+    row(o, name, label, 5 * n * B, 14 * n, [&] {
       for (Tensor* t : {&x, &w, &b}) t->mutable_grad() = Tensor();
       ignis::batch_norm(x, rm, rv, w, b, true).backward(g);
     });

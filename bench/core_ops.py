@@ -10,6 +10,7 @@ Usage: core_ops.py [--threads N] [--min-time S] [--only row,row,...]
 """
 import argparse
 import json
+import math
 import statistics
 import time
 
@@ -189,22 +190,28 @@ def main():
         n = 128.0 * 512 * 16
         row("mean_hw", "[128,512,4,4] f32, mean over (2,3)", 1.0625 * n * 4, n, lambda: xm.mean((2, 3)))
 
-    # BatchNorm1d as an MLP runs it: [4096, 512] float32, training forward and backward.
-    if wanted("batch_norm_1d"):
-        n, B = 4096.0 * 512, 4
-        x, g = inp([4096, 512], -2, 3), inp([4096, 512], 1, -1)
-        w, b = inp([512], 0.5, 1.5), inp([512], -0.5, 0.5)
-        rm, rv = torch.zeros(512), torch.ones(512)
+    # Float32 batch norm, training forward and backward: BatchNorm1d as an MLP runs it,
+    # [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW.
+    for name, label, shape in (("batch_norm_1d", "[4096,512] f32, fwd+bwd", [4096, 512]),
+                               ("batch_norm_2d", "[128,64,32,32] f32 NCHW, fwd+bwd",
+                                [128, 64, 32, 32])):
+        if not wanted(name):
+            continue
+        C, B = shape[1], 4
+        n = float(math.prod(shape))
+        x, g = inp(shape, -2, 3), inp(shape, 1, -1)
+        w, b = inp([C], 0.5, 1.5), inp([C], -0.5, 0.5)
+        rm, rv = torch.zeros(C), torch.ones(C)
         for t in (x, w, b):
             t.requires_grad_()
 
-        def step_1d():
+        def step_bn(x=x, g=g, w=w, b=b, rm=rm, rv=rv):
             with torch.enable_grad():
                 for t in (x, w, b):
                     t.grad = None
                 torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True).backward(g)
 
-        row("batch_norm_1d", "[4096,512] f32, fwd+bwd", 5 * n * B, 14 * n, step_1d)
+        row(name, label, 5 * n * B, 14 * n, step_bn)
 
     # Classification heads at ImageNet's width: fused cross-entropy forward + backward and the
     # argmax of each row.

@@ -1,7 +1,7 @@
 // CPU kernels of batch norm (NCHW and channels-last paths, with its fused ReLU / residual-add /
 // GELU epilogues) plus register_nn_cpu(), the entry point of the nn kernels (batch norm, layer
 // and group norm in row_norm.cpp, pooling, oneDNN convolutions) called from register.cpp. Own loops:
-// statistics accumulate in double (two passes: mean, then squared deviations, which avoids
+// statistics end in double totals (two passes: mean, then squared deviations, which avoids
 // the cancellation of E[x^2] - E[x]^2) and the normalisation is one fused multiply-add per
 // element; the per-element formulas are src/kernels/batch_norm_math.h, shared with CUDA.
 #include <cmath>
@@ -43,12 +43,18 @@ inline constexpr bool kIs16Bit = !std::is_same_v<BnParam<T>, T>;
 /// Values per staged piece: the few float buffers of a piece stay in L1.
 constexpr int64_t kPiece = 512;
 
-/// The type the hot loops compute their per-element terms and short sums in: float for the
-/// 16-bit inputs, double otherwise (Note [Batch norm on 16-bit inputs]). Float sums run over
-/// at most kShortRun channels-last rows, or kLaneRun values per NCHW lane, and then join
-/// double totals.
+/// The type the hot loops compute their per-element terms and short sums in: float for
+/// float32 and the 16-bit inputs, double for float64 (Note [Batch norm on 16-bit inputs]).
+/// Float sums run over at most kShortRun channels-last rows, or kLaneRun values per NCHW
+/// lane, and then join double totals.
 template <class T>
-using LoopAcc = std::conditional_t<kIs16Bit<T>, float, double>;
+using LoopAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+/// v in the loop type.
+template <class T>
+LoopAcc<T> loop_value(T v) {
+  return static_cast<LoopAcc<T>>(static_cast<BnParam<T>>(v));
+}
 constexpr int64_t kShortRun = 64;
 
 /// Rows per run for loop type A out of a range of `all` rows: kShortRun for float; the whole
@@ -63,6 +69,12 @@ constexpr int64_t kLaneRun = 256;
 /// while reordering nothing but the lanes' additions.
 constexpr int64_t kLanes = 8;
 
+/// Whether T's runs go in pieces of kPiece values (which bound the float sums' runs): the
+/// 16-bit inputs, widened into float buffers, and float32, read in place. float64 runs are
+/// one piece.
+template <class T>
+inline constexpr bool kInPieces = std::is_same_v<LoopAcc<T>, float>;
+
 /// Calls f(v, len, off) so that v[0, len) are x[off, off + len) over all of [0, n).
 template <class T, class F>
 void read_pieces(const T* x, int64_t n, const F& f) {
@@ -73,6 +85,8 @@ void read_pieces(const T* x, int64_t n, const F& f) {
       widen(x + off, buf, len);
       f(static_cast<const float*>(buf), len, off);
     }
+  } else if constexpr (kInPieces<T>) {
+    for (int64_t off = 0; off < n; off += kPiece) f(x + off, std::min(kPiece, n - off), off);
   } else {
     f(x, n, int64_t(0));
   }
@@ -94,6 +108,10 @@ void grad_pieces(const T* x, const T* g, const T* y, T* out, int64_t n, const F&
         y ? static_cast<const float*>(yb) : nullptr, out ? ob : nullptr, len, off);
       if (out) narrow(static_cast<const float*>(ob), out + off, len);
     }
+  } else if constexpr (kInPieces<T>) {
+    for (int64_t off = 0; off < n; off += kPiece)
+      f(x + off, g + off, y ? y + off : nullptr, out ? out + off : nullptr,
+        std::min(kPiece, n - off), off);
   } else {
     f(x, g, y, out, n, int64_t(0));
   }
@@ -125,9 +143,11 @@ void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, doubl
 }
 
 /// Channels-last statistics: the mean and biased variance of each channel over `rows` rows
-/// of C values. Rows go in blocks of about 64 KiB that stay in cache: a block's mean, then its
-/// squared deviations from that mean (the two-pass accuracy, one read from memory), merged
-/// into the running totals with Chan et al.'s pairwise update, as the CUDA kernels merge.
+/// of C values. Rows go in blocks of about 64 KiB that stay in cache: a block's mean (summed as
+/// offsets from the block's first row, so float sums of values far from zero keep their
+/// centre), then its squared deviations from that mean (the two-pass accuracy, one read from
+/// memory), merged into the running totals with Chan et al.'s pairwise update, as the CUDA
+/// kernels merge.
 template <class T>
 void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, double* var) {
   using A = LoopAcc<T>;
@@ -140,12 +160,12 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
   parallel_chunks(blocks, 1, [&](int64_t k, int64_t b0, int64_t b1) {
     double* n = acc.data() + k * width;
     double *m = n + 1, *q = m + C, *bm = q + C, *bq = bm + C;
-    // run: a short run's sums in A; centre: the block's mean in A (both padded with zeros
-    // for the bf16 row kernels).
+    // run: a short run's sums in A; centre: the block's first row, then its mean, in A (both
+    // padded with zeros for the bf16 row kernels).
     const size_t padded = size_t(bf16_rows::padded_channels(C));
     std::vector<A> run(padded), centre(padded);
-    // tot[c] += the sum over rows [r0, r1) of v, or with squares of (v - centre[c])^2, for v
-    // a row's value of channel c, taken in A over runs of run_rows<A> rows.
+    // tot[c] += the sum over rows [r0, r1) of v - centre[c], or with squares of its square,
+    // for v a row's value of channel c, taken in A over runs of run_rows<A> rows.
     auto sum_rows = [&](int64_t r0, int64_t r1, double* tot, bool squares) {
       // The staged loop, with the term chosen outside it.
       auto add_rows = [&](int64_t s0, int64_t s1, const auto& term) {
@@ -168,16 +188,18 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
             return d * d;
           });
         else
-          add_rows(s0, s1, [](A v, A) { return v; });
+          add_rows(s0, s1, [](A v, A centre_c) { return v - centre_c; });
         for (int64_t c = 0; c < C; ++c) tot[c] += double(run[size_t(c)]);
       }
     };
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       const double nb = double(r1 - r0);
-      for (int64_t c = 0; c < C; ++c) bm[c] = 0, bq[c] = 0;
+      for (int64_t c = 0; c < C; ++c)
+        bm[c] = 0, bq[c] = 0, centre[size_t(c)] = loop_value(x[r0 * C + c]);
       sum_rows(r0, r1, bm, false);
-      for (int64_t c = 0; c < C; ++c) bm[c] /= nb, centre[size_t(c)] = A(bm[c]);
+      for (int64_t c = 0; c < C; ++c)
+        bm[c] = double(centre[size_t(c)]) + bm[c] / nb, centre[size_t(c)] = A(bm[c]);
       // Squared deviations from the block mean rounded to A: more than those from bm by
       // nb (bm - centre)^2, at most 2^-48 bm^2 per row for float, which is left out.
       sum_rows(r0, r1, bq, true);
@@ -241,9 +263,12 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invst
     channels_last_stats(x, N * S, C, m.data(), v.data());
   } else {
     using A = LoopAcc<T>;
+    // The mean as offsets from each channel's first value (as channels_last_stats does).
+    std::vector<A> first(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) first[size_t(c)] = loop_value(x[c * S]);
     channel_sums(
-        x, N, C, S, [](A xv, int64_t) { return xv; }, m.data());
-    for (auto& e : m) e /= count;
+        x, N, C, S, [&](A xv, int64_t c) { return xv - first[size_t(c)]; }, m.data());
+    for (int64_t c = 0; c < C; ++c) m[size_t(c)] = double(first[size_t(c)]) + m[size_t(c)] / count;
     // Deviations from the mean rounded to A (Note [Batch norm on 16-bit inputs]).
     const std::vector<A> centre(m.begin(), m.end());
     channel_sums(

@@ -37,7 +37,7 @@ void forward_apply(
     const float* scale,
     const float* shift);
 
-/// sum[c] += the sum over rows of x[r, c], or with squares of (x[r, c] - centre[c])^2, in
+/// sum[c] += the sum over rows of x[r, c] - centre[c], or with squares of its square, in
 /// float (the caller keeps runs short and adds them to double totals).
 void sums(
     const BFloat16* x, int64_t rows, int64_t C, const float* centre, bool squares, float* sum);

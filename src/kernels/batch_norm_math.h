@@ -6,14 +6,16 @@
 // convolution's output) keeps its dtype: the output, the saved tensors and grad_input are
 // 16-bit, while weight, bias, the running and saved statistics and the parameter gradients
 // are float32 (BnParam). Every sum ends in double. The CUDA kernels take every term in
-// double, as for float32 inputs; the CPU loops compute a 16-bit input's per-element terms
-// (deviations, xhat, products, grad_input) in float and sum them in float over short runs
+// double; the CPU loops compute the per-element terms (deviations, xhat, products,
+// grad_input) of a 16-bit or float32 input in float and sum them in float over short runs
 // (64 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
 // double (src/cpu/batch_norm.cpp, LoopAcc; bf16 channels-last through src/cpu/batch_norm_bf16_rows.h):
 // a short run's float sum (at most 64 roundings of ~2^-24 each) errs far less than the
-// 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for float16), and the
-// float32 parameter gradients keep float32 accuracy, while a float lane holds twice the
-// values of a double one and needs no conversion.
+// 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for float16), and
+// keeps float32 accuracy for float32 data and the parameter gradients, while a float lane
+// holds twice the values of a double one and needs no conversion. The mean is summed as
+// offsets from a value of the channel, so data far from zero keeps its centre. float64
+// inputs compute in double throughout.
 #pragma once
 
 #include "kernels/host_device.h"

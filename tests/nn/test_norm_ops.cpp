@@ -299,6 +299,70 @@ TEST(LayerNorm, Float32RowsMatchFloat64Loops) {
   EXPECT_TRUE(all_close(r.output, ref.y, 1e-4, 1e-4));
 }
 
+// Batch norm in float32 is computed in float with double totals, as the 16-bit inputs are
+// (Note [Batch norm on 16-bit inputs]): against the float64 loops on the same float32 values,
+// each channel gathered into one row of row_norm_ref. NCHW channels of 20480 values (many
+// folds of the float lanes), channels-last, and BatchNorm1d's [N, C] with more rows than one
+// 64 KiB block (3000 rows of 21) and channel rows longer than one staged piece (520). Then
+// the statistics of channels whose mean is large against their spread (1000 +- 0.02), which
+// float sums keep by summing offsets from a value of the channel.
+TEST(BatchNorm, Float32MatchesFloat64Loops) {
+  for (const Shape& xs : {Shape{5, 2, 64, 64}, Shape{3000, 21}, Shape{40, 520}})
+    for (bool cl : {false, true})
+      for (bool offset : {false, true}) {
+        if (cl && xs.size() != 4) continue;
+        SCOPED_TRACE(fmt::format("{} cl {} offset {}", detail::shape_str(xs), cl, offset));
+        const int64_t N = xs[0], C = xs[1], S = numel_of(xs) / (N * C), M = N * S;
+        auto xv = random_values(N * C * S, -2, 3, 80);
+        if (offset)
+          for (double& e : xv) e = 1000 + 0.01 * e;
+        xv = float_values(xv);
+        const auto g = float_values(random_values(N * C * S, -1, 1, 81));
+        const auto w = float_values(random_values(C, 0.5, 1.5, 82));
+        const auto b = float_values(random_values(C, -1, 1, 83));
+        // Channel c as row c: element (n, c, s) at column n * S + s.
+        std::vector<double> xr(xv.size()), gr(g.size());
+        auto at = [&](int64_t c, int64_t j) { return size_t((j / S * C + c) * S + j % S); };
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t j = 0; j < M; ++j)
+            xr[size_t(c * M + j)] = xv[at(c, j)], gr[size_t(c * M + j)] = g[at(c, j)];
+        const auto ref = row_norm_ref(xr, gr, w, b, C, M, [](int64_t r, int64_t) { return r; }, 1e-5);
+        std::vector<double> y(xv.size()), gi(xv.size());
+        std::vector<double> rm(static_cast<size_t>(C)), rv(static_cast<size_t>(C)),
+            invstd(static_cast<size_t>(C));
+        for (int64_t c = 0; c < C; ++c) {
+          double m = 0, q = 0;
+          for (int64_t j = 0; j < M; ++j) m += xr[size_t(c * M + j)];
+          m /= double(M);
+          for (int64_t j = 0; j < M; ++j) q += std::pow(xr[size_t(c * M + j)] - m, 2);
+          rm[size_t(c)] = 0.1 * m, rv[size_t(c)] = 0.9 + 0.1 * q / double(M - 1);
+          invstd[size_t(c)] = 1 / std::sqrt(q / double(M) + 1e-5);
+          for (int64_t j = 0; j < M; ++j)
+            y[at(c, j)] = ref.y[size_t(c * M + j)], gi[at(c, j)] = ref.gi[size_t(c * M + j)];
+        }
+        const Tensor x = make_nchw(xv, xs, kFloat32, cl), tw = make_input(w, {C}, kFloat32);
+        Tensor run_mean = zeros({C}), run_var = ones({C});
+        const auto r = detail::batch_norm_forward(
+            x, tw, make_input(b, {C}, kFloat32), run_mean, run_var, true, 0.1, 1e-5);
+        std::vector<double> mean(rm);
+        for (double& e : mean) e *= 10;
+        EXPECT_TRUE(all_close(r.save_mean, mean, 1e-7, 2e-6));
+        EXPECT_TRUE(all_close(r.save_invstd, invstd, offset ? 1e-5 : 1e-6, 0));
+        EXPECT_TRUE(all_close(run_mean, rm, 1e-6, 1e-6));
+        EXPECT_TRUE(all_close(run_var, rv, 1e-6, 1e-6));
+        // With the offset, x * scale + shift (the output's form, as PyTorch's) rounds at
+        // ulp(1000 * invstd), and the backward reads the saved float32 mean, as PyTorch's
+        // does: the outputs and gradients are checked on ordinary data.
+        if (offset) continue;
+        EXPECT_TRUE(all_close(r.output, y, 1e-5, 1e-5));
+        const auto gr32 = detail::batch_norm_backward(
+            make_nchw(g, xs, kFloat32, cl), x, tw, r.save_mean, r.save_invstd, true);
+        EXPECT_TRUE(all_close(gr32.input, gi, 1e-4, 1e-5));
+        EXPECT_TRUE(all_close(gr32.weight, ref.gw, 1e-5, 1e-4));
+        EXPECT_TRUE(all_close(gr32.bias, ref.gb, 1e-5, 1e-4));
+      }
+}
+
 // Group norm's channel runs in float32: [4, 8, 40, 40] in 2 groups (runs of 1600 values, past
 // one fold of the float lanes), NCHW, against the float64 loops.
 TEST(GroupNorm, Float32RowsMatchFloat64Loops) {
