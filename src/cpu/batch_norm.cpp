@@ -45,8 +45,8 @@ constexpr int64_t kPiece = 512;
 
 /// The type the hot loops compute their per-element terms and short sums in: float for
 /// float32 and the 16-bit inputs, double for float64 (Note [Batch norm on 16-bit inputs]).
-/// Float sums run over at most kShortRun channels-last rows, or kLaneRun values per NCHW
-/// lane, and then join double totals.
+/// Float sums run over at most kShortRun channels-last rows, or one piece of kPiece values
+/// per NCHW run (kPiece / kLanes per lane), and then join double totals.
 template <class T>
 using LoopAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
@@ -58,12 +58,11 @@ LoopAcc<T> loop_value(T v) {
 constexpr int64_t kShortRun = 64;
 
 /// Rows per run for loop type A out of a range of `all` rows: kShortRun for float; the whole
-/// range for double, whose sums need no runs (so float32 and float64 inputs sum as one run).
+/// range for double, whose sums need no runs (so float64 inputs sum as one run).
 template <class A>
 int64_t run_rows(int64_t all) {
   return std::is_same_v<A, float> ? kShortRun : std::max<int64_t>(all, 1);
 }
-constexpr int64_t kLaneRun = 256;
 
 /// NCHW sums go in kLanes lanes (one per element of an 8-wide step), so the loops vectorise
 /// while reordering nothing but the lanes' additions.
@@ -120,26 +119,77 @@ void grad_pieces(const T* x, const T* g, const T* y, T* out, int64_t n, const F&
 // NCHW: x[n, c, s] at n*C*S + c*S + s (a channel is N runs of S contiguous values).
 // Channels-last: x[n, c, s] at (n*S + s)*C + c (rows of C contiguous values).
 
-/// NCHW: per-channel sum over (n, s) of f(x, channel) for x in LoopAcc<T>: each piece of a
-/// run in kLanes lanes, whose sum joins the channel's double total.
+/// The sum over one run of n values of f(v) for v in LoopAcc<T>: each piece in kLanes lanes
+/// (so the loop vectorises while reordering nothing but the lanes' additions), whose sum
+/// joins the double result.
 template <class T, class F>
-void channel_sums(const T* x, int64_t N, int64_t C, int64_t S, const F& f, double* out) {
+double run_sum(const T* x, int64_t n, const F& f) {
   using A = LoopAcc<T>;
-  detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double s = 0;
-      for (int64_t n = 0; n < N; ++n)
-        read_pieces(x + (n * C + c) * S, S, [&](const auto* v, int64_t len, int64_t) {
-          A lanes[kLanes] = {};
-          const int64_t full = len / kLanes * kLanes;
-          for (int64_t i = 0; i < full; i += kLanes)
-            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += f(A(v[i + l]), c);
-          for (int64_t i = full; i < len; ++i) lanes[i - full] += f(A(v[i]), c);
-          for (const A l : lanes) s += double(l);
-        });
-      out[c] = s;
+  double s = 0;
+  read_pieces(x, n, [&](const auto* v, int64_t len, int64_t) {
+    A lanes[kLanes] = {};
+    const int64_t full = len / kLanes * kLanes;
+    for (int64_t i = 0; i < full; i += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += f(A(v[i + l]));
+    for (int64_t i = full; i < len; ++i) lanes[i - full] += f(A(v[i]));
+    for (const A l : lanes) s += double(l);
+  });
+  return s;
+}
+
+/// Chan et al.'s pairwise update: the statistics (count n, mean, squared deviations m2) of a
+/// set joined by nb more values with mean mb and squared deviations qb.
+inline void chan_merge(double& n, double& mean, double& m2, double nb, double mb, double qb) {
+  const double n2 = n + nb;
+  if (n2 == 0) return;
+  const double delta = mb - mean, f = nb / n2;
+  mean += delta * f;
+  m2 += qb + delta * delta * n * f;
+  n = n2;
+}
+
+/// The grain of a parallel walk over runs of run_len values: about kGrainSize values a task.
+inline int64_t run_grain(int64_t run_len) {
+  return std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(run_len, 1));
+}
+
+/// NCHW statistics: the mean and biased variance of each channel. Each run of S values (one
+/// image's plane of one channel) gives its mean (as offsets from its first value) and then,
+/// while it is in cache, its squared deviations from that mean (one read from memory); the
+/// runs' statistics merge into the channel's with chan_merge, per chunk and then over chunks.
+template <class T>
+void nchw_stats(const T* x, int64_t N, int64_t C, int64_t S, double* mean, double* var) {
+  using A = LoopAcc<T>;
+  // Runs in memory order, split over chunks: a channel's runs lie a whole image apart, and
+  // reading them channel by channel streams memory in short scattered pieces.
+  const int64_t runs = N * C, grain = run_grain(S), chunks = chunks_for(runs, grain);
+  // Per chunk: count, mean and squared deviations of each channel.
+  std::vector<double> acc(size_t(chunks * 3 * C), 0.0);
+  parallel_chunks(runs, grain, [&](int64_t k, int64_t p0, int64_t p1) {
+    double *n = acc.data() + k * 3 * C, *m = n + C, *q = m + C;
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* r = x + p * S;
+      const int64_t c = p % C;
+      const A first = loop_value(r[0]);
+      const double rm =
+          double(first) + run_sum(r, S, [&](A v) { return v - first; }) / double(S);
+      // Deviations from the run's mean rounded to A (Note [Batch norm on 16-bit inputs]).
+      const A centre = A(rm);
+      const double rq = run_sum(r, S, [&](A v) {
+        const A d = v - centre;
+        return d * d;
+      });
+      chan_merge(n[c], m[c], q[c], double(S), rm, rq);
     }
   });
+  std::vector<double> n(static_cast<size_t>(C), 0.0);
+  for (int64_t c = 0; c < C; ++c) mean[c] = 0, var[c] = 0;
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      const double* a = acc.data() + k * 3 * C;
+      chan_merge(n[size_t(c)], mean[c], var[c], a[c], a[C + c], a[2 * C + c]);
+    }
+  for (int64_t c = 0; c < C; ++c) var[c] /= n[size_t(c)];
 }
 
 /// Channels-last statistics: the mean and biased variance of each channel over `rows` rows
@@ -203,28 +253,23 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
       // Squared deviations from the block mean rounded to A: more than those from bm by
       // nb (bm - centre)^2, at most 2^-48 bm^2 per row for float, which is left out.
       sum_rows(r0, r1, bq, true);
-      const double n2 = *n + nb, f = nb / n2, g = *n * nb / n2;
       for (int64_t c = 0; c < C; ++c) {
-        const double delta = bm[c] - m[c];
-        m[c] += delta * f;
-        q[c] += bq[c] + delta * delta * g;
+        double count = *n;  // the same for every channel
+        chan_merge(count, m[c], q[c], nb, bm[c], bq[c]);
       }
-      *n = n2;
+      *n += nb;
     }
   });
-  double n = 0;
   for (int64_t c = 0; c < C; ++c) mean[c] = 0, var[c] = 0;
+  double n = 0;
   for (int64_t k = 0; k < chunks; ++k) {
     const double* nk = acc.data() + k * width;
     const double *m = nk + 1, *q = m + C;
-    if (*nk == 0) continue;
-    const double n2 = n + *nk, f = *nk / n2, g = n * *nk / n2;
     for (int64_t c = 0; c < C; ++c) {
-      const double delta = m[c] - mean[c];
-      mean[c] += delta * f;
-      var[c] += q[c] + delta * delta * g;
+      double count = n;
+      chan_merge(count, mean[c], var[c], *nk, m[c], q[c]);
     }
-    n = n2;
+    n += *nk;
   }
   for (int64_t c = 0; c < C; ++c) var[c] /= n;
 }
@@ -235,10 +280,9 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
 template <class Run>
 void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
   const int64_t runs = cl ? N * S : N * C, len = cl ? C : S;
-  detail::parallel_for(0, runs, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(len, 1)),
-                       [&](int64_t p0, int64_t p1) {
-                         for (int64_t p = p0; p < p1; ++p) run(p * len, len, cl ? -1 : p % C);
-                       });
+  detail::parallel_for(0, runs, run_grain(len), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) run(p * len, len, cl ? -1 : p % C);
+  });
 }
 
 /// Whether a pass on a channels-last input goes to the bf16 row kernels
@@ -249,8 +293,7 @@ constexpr bool kBf16Rows = std::is_same_v<T, BFloat16> && bf16_rows::handles(E);
 /// f(r0, r1) over ranges of the rows of C values, in parallel (the row kernels' loop).
 template <class F>
 void parallel_rows(int64_t rows, int64_t C, const F& f) {
-  detail::parallel_for(
-      0, rows, std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1)), f);
+  detail::parallel_for(0, rows, run_grain(C), f);
 }
 
 template <class T, class P = BnParam<T>>
@@ -262,26 +305,7 @@ void batch_norm_forward_stats(const BatchNormArgs& a, bool cl, P* mean, P* invst
   if (cl) {
     channels_last_stats(x, N * S, C, m.data(), v.data());
   } else {
-    using A = LoopAcc<T>;
-    // The mean as offsets from each channel's first value (as channels_last_stats does).
-    std::vector<A> first(static_cast<size_t>(C));
-    for (int64_t c = 0; c < C; ++c) first[size_t(c)] = loop_value(x[c * S]);
-    channel_sums(
-        x, N, C, S, [&](A xv, int64_t c) { return xv - first[size_t(c)]; }, m.data());
-    for (int64_t c = 0; c < C; ++c) m[size_t(c)] = double(first[size_t(c)]) + m[size_t(c)] / count;
-    // Deviations from the mean rounded to A (Note [Batch norm on 16-bit inputs]).
-    const std::vector<A> centre(m.begin(), m.end());
-    channel_sums(
-        x,
-        N,
-        C,
-        S,
-        [&](A xv, int64_t c) {
-          const A d = xv - centre[size_t(c)];
-          return d * d;
-        },
-        v.data());
-    for (auto& e : v) e /= count;
+    nchw_stats(x, N, C, S, m.data(), v.data());
   }
   P* rm = data_or_null<P>(a.running_mean);
   P* rv = data_or_null<P>(a.running_var);
@@ -411,9 +435,9 @@ void batch_norm_forward(const BatchNormArgs& a) {
 }
 
 /// The per-channel values the backward passes read, in their loop type A, as arrays indexed
-/// like the elements they meet (a channels-last row's channels, or 8 lanes of one NCHW
-/// channel): mean, invstd, and for the GELU epilogue the forward's scale and shift (P values,
-/// exact in A).
+/// like the elements they meet (a channels-last row's channels, or one NCHW channel's value
+/// at index 0): mean, invstd, and for the GELU epilogue the forward's scale and shift (P
+/// values, exact in A).
 template <class A>
 struct ChannelCoefs {
   const A *mean, *invstd, *scale, *shift;
@@ -422,7 +446,7 @@ struct ChannelCoefs {
   }
 };
 
-/// sg += gm and sgx += gm * xhat over n elements of one channel (q, s0, s1 indexed by
+/// sg += gm and sgx += gm * xhat over n elements of a channels-last row (q, s0, s1 indexed by
 /// element) for gm the gradient through the epilogue, which is also stored to gm_out when
 /// given (the residual's gradient). S: the tensors' storage type (T, the compute type, is
 /// float for 16-bit S; A the loop type, LoopAcc<S>). Plain loops over restrict pointers, so
@@ -479,64 +503,47 @@ void batch_norm_grad_sums(
     grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, kStore ? gm_out + i0 : nullptr, n, f);
   };
   if (!cl) {
-    // A channel at a time; its sums in kLanes lanes of A (sg: lanes 0 and 2, sgx: 1 and 3),
-    // which join double totals every kLaneRun values per lane when A is float.
-    detail::parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
-      A lanes[4][kLanes];
-      double totals[4][kLanes];
-      for (int64_t c = c0; c < c1; ++c) {
-        for (auto& l : lanes)
-          for (A& v : l) v = 0;
-        for (auto& l : totals)
-          for (double& v : l) v = 0;
-        int64_t pending = 0;  // values per lane since the lanes joined the totals
-        auto flush = [&] {
-          for (int64_t i = 0; i < 4; ++i)
-            for (int64_t l = 0; l < kLanes; ++l)
-              totals[i][l] += double(lanes[i][l]), lanes[i][l] = 0;
-          pending = 0;
-        };
-        // The channel's values, one per lane.
-        A mc[kLanes], ic[kLanes], sc[kLanes], sh[kLanes];
-        for (int64_t l = 0; l < kLanes; ++l) {
-          mc[l] = q.mean[c], ic[l] = q.invstd[c];
-          sc[l] = q.scale.empty() ? A(0) : q.scale[c], sh[l] = q.shift.empty() ? A(0) : q.shift[c];
-        }
-        const ChannelCoefs<A> lane_coefs{mc, ic, sc, sh};
-        for (int64_t n = 0; n < N; ++n)
-          pieces(
-              (n * C + c) * S,
-              S,
-              [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len, int64_t) {
-                auto run = [&](int64_t j, int64_t k, A* s0, A* s1) {
-                  grad_sums_run<E, kStore, T>(
-                      xp + j,
-                      gp + j,
-                      yp ? yp + j : nullptr,
-                      kStore ? mp + j : nullptr,
-                      k,
-                      lane_coefs,
-                      s0,
-                      s1);
-                };
-                const int64_t full = len / kLanes * kLanes;
-                for (int64_t j = 0; j < full; j += kLanes) run(j, kLanes, lanes[0], lanes[1]);
-                run(full, len - full, lanes[2], lanes[3]);
-                pending += (len + kLanes - 1) / kLanes;
-                if (std::is_same_v<A, float> && pending >= kLaneRun) flush();
-              });
-        flush();
-        double s0 = 0, s1 = 0;
-        for (int64_t l = 0; l < kLanes; ++l)
-          s0 += totals[0][l] + totals[2][l], s1 += totals[1][l] + totals[3][l];
-        sg[c] = s0, sgx[c] = s1;
+    // Runs of S values (one image's plane of one channel) in memory order, split over
+    // chunks (as nchw_stats walks them). Each piece's sums go in kLanes lanes of A, held in
+    // registers with the channel's coefficients as scalars, and join the chunk's double
+    // totals (at most kPiece / kLanes values per float lane; float64 runs are one piece).
+    const int64_t runs = N * C, grain = run_grain(S), chunks = chunks_for(runs, grain);
+    std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
+    constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
+    parallel_chunks(runs, grain, [&](int64_t k, int64_t p0, int64_t p1) {
+      double* a0 = acc.data() + k * 2 * C;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t c = p % C;
+        const A m = q.mean[c], is = q.invstd[c];
+        const A sc = q.scale.empty() ? A(0) : q.scale[c], sh = q.shift.empty() ? A(0) : q.shift[c];
+        pieces(p * S, S,
+               [&](const auto* xp, const auto* gp, const auto* yp, auto* mp, int64_t len, int64_t) {
+                 using V = std::remove_cv_t<std::remove_pointer_t<decltype(xp)>>;
+                 A s0[kLanes] = {}, s1[kLanes] = {};
+                 // Whole steps of kLanes values, then the rest into the first lanes.
+                 for (int64_t j0 = 0; j0 < len; j0 += kLanes)
+                   for (int64_t l = 0; l < std::min(kLanes, len - j0); ++l) {
+                     const int64_t j = j0 + l;
+                     const V gm = kernels::batch_norm_epilogue_grad<E, T>(
+                         gp[j], xp[j], kMask ? yp[j] : V(0),
+                         E == BnEpilogue::Gelu ? V(sc) : V(0), E == BnEpilogue::Gelu ? V(sh) : V(0));
+                     if constexpr (kStore) mp[j] = gm;
+                     s0[l] += A(gm);
+                     s1[l] += A(gm) * kernels::batch_norm_xhat(A(xp[j]), m, is);
+                   }
+                 for (int64_t l = 0; l < kLanes; ++l)
+                   a0[c] += double(s0[l]), a0[C + c] += double(s1[l]);
+               });
       }
     });
+    std::vector<double> tot(static_cast<size_t>(2 * C));
+    reduce_chunks(acc, chunks, 2 * C, tot.data());
+    for (int64_t c = 0; c < C; ++c) sg[c] = tot[size_t(c)], sgx[c] = tot[size_t(C + c)];
     return;
   }
   // Channels-last: per chunk of rows, sums in A over runs of run_rows<A> rows, each run's
   // joining the chunk's double totals.
-  const int64_t rows = N * S, grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(C, 1));
+  const int64_t rows = N * S, grain = run_grain(C);
   const int64_t chunks = chunks_for(rows, grain);
   std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
   const int64_t Cp = bf16_rows::padded_channels(C);

@@ -8,7 +8,7 @@
 // are float32 (BnParam). Every sum ends in double. The CUDA kernels take every term in
 // double; the CPU loops compute the per-element terms (deviations, xhat, products,
 // grad_input) of a 16-bit or float32 input in float and sum them in float over short runs
-// (64 channels-last rows; at most 256 values per lane in NCHW) whose sums are added in
+// (64 channels-last rows; at most 64 values per lane in NCHW) whose sums are added in
 // double (src/cpu/batch_norm.cpp, LoopAcc; bf16 channels-last through src/cpu/batch_norm_bf16_rows.h):
 // a short run's float sum (at most 64 roundings of ~2^-24 each) errs far less than the
 // 16-bit rounding of the data and of grad_input (2^-8 for bf16, 2^-11 for float16), and
