@@ -265,6 +265,16 @@ int main(int argc, char** argv) {
     row(o, "transpose_copy", "[4096,4096] f32, t().contiguous()", 2 * NR * F, 0,
         [&] { Tensor t = x.t().contiguous(); });
   }
+  // NCHW -> channels-last conversions of ResNet's first-stage activations (also transposing
+  // copies: each image's [C, HW] plane into [HW, C]), float32 and bf16.
+  for (const auto& [name, dtype] : {std::pair{"to_channels_last", ignis::kFloat32},
+                                    std::pair{"to_channels_last_bf16", ignis::kBFloat16}}) {
+    if (!wanted(o, name)) continue;
+    Tensor x = input({128, 64, 32, 32}, -1, 1).to(dtype);
+    const double bytes = 2.0 * double(x.numel()) * (dtype == ignis::kFloat32 ? 4 : 2);
+    row(o, name, "[128,64,32,32] NCHW -> channels-last", bytes, 0,
+        [&] { Tensor t = x.contiguous(ignis::MemoryFormat::channels_last); });
+  }
   if (wanted(o, "cumsum_last")) {
     Tensor x = input({4096, 512}, -1, 1);
     const double n = 4096.0 * 512;

@@ -125,8 +125,8 @@ TEST(Copy, ContiguousCloneAndCopyIntoViews) {
 }
 
 TEST(Copy, TransposingCopiesMatchIndexArithmetic) {
-  // Copies whose input runs along another dim than their output go tile by tile (Note
-  // [Transposing copies]): edges that are not multiples of the tile, a batch of transposes,
+  // Copies whose input runs along another dim than their output go band by band (Note
+  // [Transposing copies]): edges that are not multiples of a step, a batch of transposes,
   // NCHW <-> channels-last, and dtype conversions on the way; each element checked against
   // the row-major source by its indices.
   const auto vals = random_values(70 * 45, -50, 50, 3);
@@ -166,6 +166,30 @@ TEST(Copy, TransposingCopiesMatchIndexArithmetic) {
       for (int64_t s = 0; s < 42; ++s)
         ASSERT_EQ(r[size_t((n * 42 + s) * 35 + c)], want[size_t((n * 35 + c) * 42 + s)]);
   EXPECT_EQ(values_of(cl.contiguous()), want);  // and back to NCHW
+}
+
+TEST(Copy, LargeTransposingCopiesKeepEveryValue) {
+  // 32-bit values move in 8x8 register transposes, with streaming stores past 4 MB when the
+  // output's rows are 32-byte aligned (Note [Transposing copies]): int32 values spread over
+  // all 32 bits, [3, 1032, 520] -> [3, 520, 1032] (6.4 MB, rows of 1032 values: aligned, and
+  // a last step of 8 rows), and float32 [1030, 1100] -> [1100, 1030] (4.5 MB, rows of 1030:
+  // not aligned, so stored plainly); each element checked by its indices.
+  {
+    auto iv = random_values(3 * 1032 * 520, -2.1e9, 2.1e9, 6);
+    for (double& e : iv) e = std::trunc(e);
+    const std::vector<double> t =
+        values_of(make_input(iv, {3, 1032, 520}, kInt32).permute({0, 2, 1}).contiguous());
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 520; ++i)
+        for (int64_t j = 0; j < 1032; ++j)
+          ASSERT_EQ(t[size_t((n * 520 + i) * 1032 + j)], iv[size_t((n * 1032 + j) * 520 + i)])
+              << n << "," << i << "," << j;
+  }
+  const auto fv = round_to(random_values(1030 * 1100, -1, 1, 7), kFloat32);
+  const std::vector<double> t = values_of(make_input(fv, {1030, 1100}, kFloat32).t().contiguous());
+  for (int64_t i = 0; i < 1100; ++i)
+    for (int64_t j = 0; j < 1030; ++j)
+      ASSERT_EQ(t[size_t(i * 1030 + j)], fv[size_t(j * 1100 + i)]) << i << "," << j;
 }
 
 TEST(Copy, DTypeConversionsMatchCasts) {
