@@ -182,10 +182,12 @@ def main():
         row("transpose_copy", "[4096,4096] f32, t().contiguous()", 2 * 4096.0 * 4096 * 4, 0,
             lambda: xt.t().contiguous())
     # NCHW -> channels-last conversions of ResNet's first-stage activations.
-    for name, dtype in (("to_channels_last", torch.float32), ("to_channels_last_bf16", torch.bfloat16)):
+    for name, dtype in (("to_channels_last", torch.float32),
+                        ("to_channels_last_bf16", torch.bfloat16)):
         if wanted(name):
             xc = inp([128, 64, 32, 32], -1, 1).to(dtype)
-            row(name, "[128,64,32,32] NCHW -> channels-last", 2.0 * xc.numel() * xc.element_size(), 0,
+            row(name, "[128,64,32,32] NCHW -> channels-last",
+                2.0 * xc.numel() * xc.element_size(), 0,
                 lambda xc=xc: xc.contiguous(memory_format=torch.channels_last))
     if wanted("cumsum_last"):
         xs = inp([4096, 512], -1, 1)

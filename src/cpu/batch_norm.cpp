@@ -1,7 +1,7 @@
 // CPU kernels of batch norm (NCHW and channels-last paths, with its fused ReLU / residual-add /
 // GELU epilogues) plus register_nn_cpu(), the entry point of the nn kernels (batch norm, layer
-// and group norm in row_norm.cpp, pooling, oneDNN convolutions) called from register.cpp. Own loops:
-// statistics end in double totals (two passes: mean, then squared deviations, which avoids
+// and group norm in row_norm.cpp, pooling, oneDNN convolutions) called from register.cpp. Own
+// loops: statistics end in double totals (two passes: mean, then squared deviations, which avoids
 // the cancellation of E[x^2] - E[x]^2) and the normalisation is one fused multiply-add per
 // element; the per-element formulas are src/kernels/batch_norm_math.h, shared with CUDA.
 #include <cmath>
@@ -524,9 +524,10 @@ void batch_norm_grad_sums(
                  for (int64_t j0 = 0; j0 < len; j0 += kLanes)
                    for (int64_t l = 0; l < std::min(kLanes, len - j0); ++l) {
                      const int64_t j = j0 + l;
+                     constexpr bool kGelu = E == BnEpilogue::Gelu;
                      const V gm = kernels::batch_norm_epilogue_grad<E, T>(
-                         gp[j], xp[j], kMask ? yp[j] : V(0),
-                         E == BnEpilogue::Gelu ? V(sc) : V(0), E == BnEpilogue::Gelu ? V(sh) : V(0));
+                         gp[j], xp[j], kMask ? yp[j] : V(0), kGelu ? V(sc) : V(0),
+                         kGelu ? V(sh) : V(0));
                      if constexpr (kStore) mp[j] = gm;
                      s0[l] += A(gm);
                      s1[l] += A(gm) * kernels::batch_norm_xhat(A(xp[j]), m, is);

@@ -326,7 +326,8 @@ TEST(BatchNorm, Float32MatchesFloat64Loops) {
         for (int64_t c = 0; c < C; ++c)
           for (int64_t j = 0; j < M; ++j)
             xr[size_t(c * M + j)] = xv[at(c, j)], gr[size_t(c * M + j)] = g[at(c, j)];
-        const auto ref = row_norm_ref(xr, gr, w, b, C, M, [](int64_t r, int64_t) { return r; }, 1e-5);
+        const auto channel = [](int64_t r, int64_t) { return r; };
+        const auto ref = row_norm_ref(xr, gr, w, b, C, M, channel, 1e-5);
         std::vector<double> y(xv.size()), gi(xv.size());
         std::vector<double> rm(static_cast<size_t>(C)), rv(static_cast<size_t>(C)),
             invstd(static_cast<size_t>(C));
