@@ -32,7 +32,8 @@
 // without a bias from 256 (computed in float32: the reorders widen the operands exactly and
 // round the result to bf16 once), where it beats oneDNN's bf16 kernels (forward 19.3 against
 // 30.9 ms at 512 channels of 4x4, input gradient 19.7 against 28.2 at 256 of 8x8; at 64 and
-// 128 channels the bf16 kernels are faster). Anything oneDNN declines runs direct.
+// 128 channels the bf16 kernels are faster); not on a CPU whose bf16 kernels run on AMX
+// tiles, with many times the multiply rate. Anything oneDNN declines runs direct.
 //
 // Note [oneDNN primitive cache]
 // Building a primitive descriptor costs far more than a small convolution, so primitives are
@@ -407,15 +408,22 @@ bool forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const T
   return true;
 }
 
+/// Whether oneDNN runs its bf16 convolutions on AMX tiles, whose bf16 rate (1024
+/// multiply-adds a cycle a core) is 32 times the AVX-512 float32 rate the Winograd kernels
+/// run at, far more than the 4 times fewer multiplications of F(4x4, 3x3) make up for.
+bool bf16_convolutions_on_amx() {
+  static const bool amx = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
+  return amx;
+}
+
 /// Whether this convolution may take the Winograd kernels (Note [Winograd convolutions]);
 /// `in` is the input, or the input gradient for the backward pass. float32 from 64 channels;
-/// bf16 (computed in float32) from 256, where it beats oneDNN's bf16 kernels, and without a
-/// bias (which would have to be widened too).
+/// bf16 (computed in float32) from 256, where it beats oneDNN's AVX-512 bf16 kernels, and
+/// without a bias (which would have to be widened too); never for bf16 on AMX.
 bool winograd_fits(const Tensor& in, const Tensor& w, const Conv2dParams& p, bool bias) {
   constexpr Pair2 kOne{1, 1};
-  const int64_t min_channels = in.dtype() == kFloat32             ? 64
-                               : in.dtype() == kBFloat16 && !bias ? 256
-                                                                  : 0;
+  const bool bf16 = in.dtype() == kBFloat16 && !bias && !bf16_convolutions_on_amx();
+  const int64_t min_channels = in.dtype() == kFloat32 ? 64 : bf16 ? 256 : 0;
   return min_channels > 0 && cpu_winograd() && p.groups == 1 && w.size(2) == 3 && w.size(3) == 3 &&
          w.size(0) >= min_channels && w.size(1) >= min_channels && in.size(2) >= 4 &&
          in.size(3) >= 4 && p.stride == kOne && p.dilation == kOne && p.padding == kOne &&
