@@ -287,11 +287,13 @@ int main(int argc, char** argv) {
         [&] { Tensor m = ignis::mean(x, {2, 3}); });
   }
   // Float32 batch norm, training forward and backward: BatchNorm1d as an MLP runs it,
-  // [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW
-  // [128, 64, 32, 32].
+  // [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW and
+  // channels-last [128, 64, 32, 32].
   for (const auto& [name, label, shape] :
        {std::tuple{"batch_norm_1d", "[4096,512] f32, fwd+bwd", ignis::Shape{4096, 512}},
         std::tuple{"batch_norm_2d", "[128,64,32,32] f32 NCHW, fwd+bwd",
+                   ignis::Shape{128, 64, 32, 32}},
+        std::tuple{"batch_norm_2d_cl", "[128,64,32,32] f32 channels-last, fwd+bwd",
                    ignis::Shape{128, 64, 32, 32}}}) {
     if (!wanted(o, name)) continue;
     const int64_t C = shape[1];
@@ -299,6 +301,8 @@ int main(int argc, char** argv) {
     for (const int64_t d : shape) n *= double(d);
     const double B = 4;
     Tensor x = input(shape, -2, 3), g = input(shape, 1, -1);
+    if (std::string(name).ends_with("_cl"))
+      for (Tensor* t : {&x, &g}) *t = t->contiguous(ignis::MemoryFormat::channels_last);
     Tensor w = input({C}, 0.5, 1.5), b = input({C}, -0.5, 0.5);
     Tensor rm = ignis::zeros({C}), rv = ignis::ones({C});
     for (Tensor* t : {&x, &w, &b}) t->requires_grad_();

@@ -199,15 +199,21 @@ def main():
         row("mean_hw", "[128,512,4,4] f32, mean over (2,3)", 1.0625 * n * 4, n, lambda: xm.mean((2, 3)))
 
     # Float32 batch norm, training forward and backward: BatchNorm1d as an MLP runs it,
-    # [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW.
+    # [4096, 512], and BatchNorm2d as ResNet-18's first stage runs it in float32, NCHW and
+    # channels-last.
     for name, label, shape in (("batch_norm_1d", "[4096,512] f32, fwd+bwd", [4096, 512]),
                                ("batch_norm_2d", "[128,64,32,32] f32 NCHW, fwd+bwd",
+                                [128, 64, 32, 32]),
+                               ("batch_norm_2d_cl", "[128,64,32,32] f32 channels-last, fwd+bwd",
                                 [128, 64, 32, 32])):
         if not wanted(name):
             continue
         C, B = shape[1], 4
         n = float(math.prod(shape))
         x, g = inp(shape, -2, 3), inp(shape, 1, -1)
+        if name.endswith("_cl"):
+            x = x.contiguous(memory_format=torch.channels_last)
+            g = g.contiguous(memory_format=torch.channels_last)
         w, b = inp([C], 0.5, 1.5), inp([C], -0.5, 0.5)
         rm, rv = torch.zeros(C), torch.ones(C)
         for t in (x, w, b):
