@@ -278,10 +278,11 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
 /// of one channel c; channels-last runs of C elements, one per channel (c = -1), so kernels
 /// write two plain inner loops that vectorise (per-channel constants scalar or indexed).
 template <class Run>
-void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run) {
+void channel_runs(int64_t N, int64_t C, int64_t S, bool cl, const Run& run, bool stream = false) {
   const int64_t runs = cl ? N * S : N * C, len = cl ? C : S;
   detail::parallel_for(0, runs, run_grain(len), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) run(p * len, len, cl ? -1 : p % C);
+    if (stream) store_fence();  // the runs' streaming stores, before the join
   });
 }
 
@@ -323,20 +324,25 @@ void batch_norm_forward_apply(const BatchNormArgs& a, bool cl, const T* scale, c
   const T* __restrict__ x = data_or_null<T>(a.input);
   const T* __restrict__ res = data_or_null<T>(a.residual);
   T* __restrict__ y = data_or_null<T>(a.output);
-  channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
-    const T *xr = x + i0, *rr = E == BnEpilogue::AddRelu ? res + i0 : nullptr;
-    T* yr = y + i0;
-    if (c >= 0) {
-      const T sc = scale[c], sh = shift[c];
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j)
-        yr[j] = kernels::batch_norm_output<E>(xr[j], sc, sh, rr ? rr[j] : T(0));
-    } else {
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j)
-        yr[j] = kernels::batch_norm_output<E>(xr[j], scale[j], shift[j], rr ? rr[j] : T(0));
-    }
-  });
+  // A large output goes out with streaming stores (Note [Streaming stores]): it is not read
+  // back from the cache, and they save its read-for-ownership.
+  const bool stream = use_streaming_stores<T>(a.n * a.c * a.s);
+  channel_runs(
+      a.n, a.c, a.s, cl,
+      [&](int64_t i0, int64_t len, int64_t c) {
+        const T *xr = x + i0, *rr = E == BnEpilogue::AddRelu ? res + i0 : nullptr;
+        if (c >= 0) {
+          const T sc = scale[c], sh = shift[c];
+          write_contiguous(y + i0, len, stream, [&](int64_t j) {
+            return kernels::batch_norm_output<E>(xr[j], sc, sh, rr ? rr[j] : T(0));
+          });
+        } else {
+          write_contiguous(y + i0, len, stream, [&](int64_t j) {
+            return kernels::batch_norm_output<E>(xr[j], scale[j], shift[j], rr ? rr[j] : T(0));
+          });
+        }
+      },
+      stream);
 }
 
 /// The 16-bit twin of batch_norm_forward_apply: batch_norm_output_16's values, computed on
@@ -605,18 +611,19 @@ void grad_apply_run(
     ChannelCoefs<A> q,
     const A* __restrict__ k,
     const A* __restrict__ mg,
-    const A* __restrict__ mgx) {
+    const A* __restrict__ mgx,
+    bool stream) {
   const A* __restrict__ m = q.mean;
   const A* __restrict__ is = q.invstd;
   constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
-  for (int64_t j = 0; j < n; ++j) {
+  write_contiguous(gi, n, stream, [&](int64_t j) {
     const int64_t c = kScalar ? 0 : j;
     const T gm = kernels::batch_norm_epilogue_grad<E, S>(
         g[j], x[j], kMask ? y[j] : T(0), E == BnEpilogue::Gelu ? T(q.scale[c]) : T(0),
         E == BnEpilogue::Gelu ? T(q.shift[c]) : T(0));
     const A xhat = kernels::batch_norm_xhat(A(x[j]), m[c], is[c]);
-    gi[j] = T(kernels::batch_norm_grad_input(A(gm), xhat, k[c], mg[c], mgx[c]));
-  }
+    return T(kernels::batch_norm_grad_input(A(gm), xhat, k[c], mg[c], mgx[c]));
+  });
 }
 
 template <BnEpilogue E, class T, class A = LoopAcc<T>>
@@ -646,18 +653,25 @@ void batch_norm_grad_apply(
       return;
     }
   }
-  channel_runs(a.n, a.c, a.s, cl, [&](int64_t i0, int64_t len, int64_t c) {
-    grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, gi + i0, len,
-                [&](const auto* xp, const auto* gp, const auto* yp, auto* gip, int64_t n,
-                    int64_t off) {
-                  if (c >= 0)
-                    grad_apply_run<E, true, T>(xp, gp, yp, gip, n, q.at(c), &q.k[c], &q.mg[c],
-                                               &q.mgx[c]);
-                  else
-                    grad_apply_run<E, false, T>(xp, gp, yp, gip, n, q.at(off), q.k.data() + off,
-                                                q.mg.data() + off, q.mgx.data() + off);
-                });
-  });
+  // A large float32/float64 input gradient goes out with streaming stores, as the forward's
+  // output does (16-bit ones are narrowed from a buffer on the stack).
+  const bool stream = !kIs16Bit<T> && use_streaming_stores<T>(a.n * a.c * a.s);
+  channel_runs(
+      a.n, a.c, a.s, cl,
+      [&](int64_t i0, int64_t len, int64_t c) {
+        grad_pieces(x + i0, g + i0, y ? y + i0 : nullptr, gi + i0, len,
+                    [&](const auto* xp, const auto* gp, const auto* yp, auto* gip, int64_t n,
+                        int64_t off) {
+                      if (c >= 0)
+                        grad_apply_run<E, true, T>(xp, gp, yp, gip, n, q.at(c), &q.k[c],
+                                                   &q.mg[c], &q.mgx[c], stream);
+                      else
+                        grad_apply_run<E, false, T>(xp, gp, yp, gip, n, q.at(off),
+                                                    q.k.data() + off, q.mg.data() + off,
+                                                    q.mgx.data() + off, stream);
+                    });
+      },
+      stream);
 }
 
 template <BnEpilogue E, class T>

@@ -303,11 +303,13 @@ TEST(LayerNorm, Float32RowsMatchFloat64Loops) {
 // (Note [Batch norm on 16-bit inputs]): against the float64 loops on the same float32 values,
 // each channel gathered into one row of row_norm_ref. NCHW channels of 20480 values (many
 // folds of the float lanes), channels-last, and BatchNorm1d's [N, C] with more rows than one
-// 64 KiB block (3000 rows of 21) and channel rows longer than one staged piece (520). Then
+// 64 KiB block (3000 rows of 21) and channel rows longer than one staged piece (520), and an
+// input of more than 4 MB, whose output and input gradient go out with streaming stores. Then
 // the statistics of channels whose mean is large against their spread (1000 +- 0.02), which
 // float sums keep by summing offsets from a value of the channel.
 TEST(BatchNorm, Float32MatchesFloat64Loops) {
-  for (const Shape& xs : {Shape{5, 2, 64, 64}, Shape{3000, 21}, Shape{40, 520}})
+  for (const Shape& xs :
+       {Shape{5, 2, 64, 64}, Shape{3000, 21}, Shape{40, 520}, Shape{4, 8, 184, 180}})
     for (bool cl : {false, true})
       for (bool offset : {false, true}) {
         if (cl && xs.size() != 4) continue;
