@@ -271,8 +271,7 @@ int main(int argc, char** argv) {
                                     std::pair{"to_channels_last_bf16", ignis::kBFloat16}}) {
     if (!wanted(o, name)) continue;
     Tensor x = input({128, 64, 32, 32}, -1, 1).to(dtype);
-    const double bytes = 2.0 * double(x.numel()) * (dtype == ignis::kFloat32 ? 4 : 2);
-    row(o, name, "[128,64,32,32] NCHW -> channels-last", bytes, 0,
+    row(o, name, "[128,64,32,32] NCHW -> channels-last", 2.0 * double(x.nbytes()), 0,
         [&] { Tensor t = x.contiguous(ignis::MemoryFormat::channels_last); });
   }
   if (wanted(o, "cumsum_last")) {
@@ -297,10 +296,8 @@ int main(int argc, char** argv) {
                    ignis::Shape{128, 64, 32, 32}}}) {
     if (!wanted(o, name)) continue;
     const int64_t C = shape[1];
-    double n = 1;
-    for (const int64_t d : shape) n *= double(d);
-    const double B = 4;
     Tensor x = input(shape, -2, 3), g = input(shape, 1, -1);
+    const double n = double(x.numel()), B = 4;
     if (std::string(name).ends_with("_cl"))
       for (Tensor* t : {&x, &g}) *t = t->contiguous(ignis::MemoryFormat::channels_last);
     Tensor w = input({C}, 0.5, 1.5), b = input({C}, -0.5, 0.5);

@@ -137,15 +137,15 @@ double run_sum(const T* x, int64_t n, const F& f) {
   return s;
 }
 
-/// Chan et al.'s pairwise update: the statistics (count n, mean, squared deviations m2) of a
-/// set joined by nb more values with mean mb and squared deviations qb.
-inline void chan_merge(double& n, double& mean, double& m2, double nb, double mb, double qb) {
+/// Chan et al.'s pairwise update: the mean and squared deviations m2 of a set of n values
+/// joined by nb more values with mean mb and squared deviations qb (the caller adds nb to
+/// its count).
+inline void chan_merge(double n, double& mean, double& m2, double nb, double mb, double qb) {
   const double n2 = n + nb;
   if (n2 == 0) return;
   const double delta = mb - mean, f = nb / n2;
   mean += delta * f;
   m2 += qb + delta * delta * n * f;
-  n = n2;
 }
 
 /// The grain of a parallel walk over runs of run_len values: about kGrainSize values a task.
@@ -180,6 +180,7 @@ void nchw_stats(const T* x, int64_t N, int64_t C, int64_t S, double* mean, doubl
         return d * d;
       });
       chan_merge(n[c], m[c], q[c], double(S), rm, rq);
+      n[c] += double(S);
     }
   });
   std::vector<double> n(static_cast<size_t>(C), 0.0);
@@ -188,6 +189,7 @@ void nchw_stats(const T* x, int64_t N, int64_t C, int64_t S, double* mean, doubl
     for (int64_t c = 0; c < C; ++c) {
       const double* a = acc.data() + k * 3 * C;
       chan_merge(n[size_t(c)], mean[c], var[c], a[c], a[C + c], a[2 * C + c]);
+      n[size_t(c)] += a[c];
     }
   for (int64_t c = 0; c < C; ++c) var[c] /= n[size_t(c)];
 }
@@ -253,10 +255,7 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
       // Squared deviations from the block mean rounded to A: more than those from bm by
       // nb (bm - centre)^2, at most 2^-48 bm^2 per row for float, which is left out.
       sum_rows(r0, r1, bq, true);
-      for (int64_t c = 0; c < C; ++c) {
-        double count = *n;  // the same for every channel
-        chan_merge(count, m[c], q[c], nb, bm[c], bq[c]);
-      }
+      for (int64_t c = 0; c < C; ++c) chan_merge(*n, m[c], q[c], nb, bm[c], bq[c]);
       *n += nb;
     }
   });
@@ -265,10 +264,7 @@ void channels_last_stats(const T* x, int64_t rows, int64_t C, double* mean, doub
   for (int64_t k = 0; k < chunks; ++k) {
     const double* nk = acc.data() + k * width;
     const double *m = nk + 1, *q = m + C;
-    for (int64_t c = 0; c < C; ++c) {
-      double count = n;
-      chan_merge(count, mean[c], var[c], *nk, m[c], q[c]);
-    }
+    for (int64_t c = 0; c < C; ++c) chan_merge(n, mean[c], var[c], *nk, m[c], q[c]);
     n += *nk;
   }
   for (int64_t c = 0; c < C; ++c) var[c] /= n;
@@ -516,6 +512,7 @@ void batch_norm_grad_sums(
     const int64_t runs = N * C, grain = run_grain(S), chunks = chunks_for(runs, grain);
     std::vector<double> acc(size_t(chunks * 2 * C), 0.0);
     constexpr bool kMask = E == BnEpilogue::Relu || E == BnEpilogue::AddRelu;
+    constexpr bool kGelu = E == BnEpilogue::Gelu;
     parallel_chunks(runs, grain, [&](int64_t k, int64_t p0, int64_t p1) {
       double* a0 = acc.data() + k * 2 * C;
       for (int64_t p = p0; p < p1; ++p) {
@@ -530,7 +527,6 @@ void batch_norm_grad_sums(
                  for (int64_t j0 = 0; j0 < len; j0 += kLanes)
                    for (int64_t l = 0; l < std::min(kLanes, len - j0); ++l) {
                      const int64_t j = j0 + l;
-                     constexpr bool kGelu = E == BnEpilogue::Gelu;
                      const V gm = kernels::batch_norm_epilogue_grad<E, T>(
                          gp[j], xp[j], kMask ? yp[j] : V(0), kGelu ? V(sc) : V(0),
                          kGelu ? V(sh) : V(0));

@@ -103,7 +103,7 @@ void copy_transposed(const ElementwisePlan& p) {
   D* const out = reinterpret_cast<D*>(p.data[0]);
   const S* const in = reinterpret_cast<const S*>(p.data[1]);
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / (kBand * B));
-  [[maybe_unused]] const bool stream = use_streaming_stores<D>(p.numel);
+  const bool stream = use_streaming_stores<D>(p.numel);
   detail::parallel_for(0, slices * bands, grain, [&](int64_t w0, int64_t w1) {
     S buf[kStep][kBand];
     for (int64_t w = w0; w < w1; ++w) {
@@ -143,9 +143,7 @@ void copy_transposed(const ElementwisePlan& p) {
           for (int64_t b = 0; b < nb; ++b) o0[k * out_a + b] = convert<D>(buf[b][k]);
       }
     }
-#if defined(__AVX2__)
-    if (stream) _mm_sfence();  // the non-temporal stores ordered before the join
-#endif
+    if (stream) store_fence();  // the non-temporal stores ordered before the join
   });
 }
 

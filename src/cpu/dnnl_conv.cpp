@@ -408,9 +408,10 @@ bool forward_dnnl(const Tensor& in, const Tensor& w, const Tensor& bias, const T
   return true;
 }
 
-/// Whether oneDNN runs its bf16 convolutions on AMX tiles, whose bf16 rate (1024
-/// multiply-adds a cycle a core) is 32 times the AVX-512 float32 rate the Winograd kernels
-/// run at, far more than the 4 times fewer multiplications of F(4x4, 3x3) make up for.
+/// Whether oneDNN runs its bf16 convolutions on AMX tiles, whose bf16 peak (1024
+/// multiply-adds a cycle a core, by Intel's figures; not measured here) is 32 times the
+/// AVX-512 float32 peak the Winograd kernels run at, far more than the 4 times fewer
+/// multiplications of F(4x4, 3x3) make up for.
 bool bf16_convolutions_on_amx() {
   static const bool amx = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
   return amx;
