@@ -164,6 +164,87 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
                   _mm256_loadu_ps(t3 + c), base, w_vec, y + c, ix + c);
   return c;
 }
+
+/// max_step on eight floats: v (with plane indices `at`) replaces m (and best) where it is
+/// greater or NaN.
+[[gnu::target("avx2,fma")]] inline void max_step8(__m256 v, __m256i at, __m256& m, __m256i& best) {
+  const __m256 take =
+      _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  m = _mm256_blendv_ps(m, v, take);
+  best = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(best), _mm256_castsi256_ps(at), take));
+}
+
+/// Stores eight maxima and their int32 plane indices widened to int64.
+[[gnu::target("avx2,fma")]] inline void store8(__m256 m, __m256i best, float* y, int64_t* ix) {
+  _mm256_storeu_ps(y, m);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix),
+                      _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + 4),
+                      _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best, 1)));
+}
+
+/// Channels-last, any window: eight channels of one output pixel per step over the window's
+/// ntaps valid taps (their channel vectors and plane indices, in (h, w) order); `first` is the
+/// index a window of -inf keeps. Returns the first channel it did not do.
+[[gnu::target("avx2,fma")]] int64_t max_pixel_avx2(const float* const* taps, const int32_t* at,
+                                                  int ntaps, int32_t first, float* y,
+                                                  int64_t* ix, int64_t C) {
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8) {
+    __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    __m256i best = _mm256_set1_epi32(first);
+    for (int t = 0; t < ntaps; ++t)
+      max_step8(_mm256_loadu_ps(taps[t] + c), _mm256_set1_epi32(at[t]), m, best);
+    store8(m, best, y + c, ix + c);
+  }
+  return c;
+}
+
+/// One NCHW plane's window rows for an output row: valid input rows h0, h0 + dh, ... < h1 at
+/// `row_stride` apart from `x`, and the columns of tap kw of output ow at s * ow + kw * dw - pad.
+struct MaxRowTaps {
+  const float* x;
+  int64_t W, h0, h1, dh, row_stride;
+  int64_t s, dw, kw, pad;
+};
+
+/// Eight floats at p, p + s, ..., p + 7 s: one load for s = 1, two loads and a split of even
+/// and odd columns for s = 2, a gather otherwise.
+[[gnu::target("avx2,fma")]] inline __m256 load_strided(const float* p, int64_t s, __m256i lanes) {
+  if (s == 1) return _mm256_loadu_ps(p);
+  if (s == 2) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+  }
+  return _mm256_i32gather_ps(p, lanes, 4);
+}
+
+/// Output columns [lo, hi) of one NCHW output row (vector_columns: windows and loads inside
+/// the row), eight at a time; every tap in the scalar loop's (h, w) order. Returns the first
+/// column it did not do.
+[[gnu::target("avx2,fma")]] int64_t max_row_avx2(const MaxRowTaps& t, int64_t lo, int64_t hi,
+                                                float* y, int64_t* ix) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
+  int64_t ow = lo;
+  for (; ow + 8 <= hi; ow += 8) {
+    const int64_t w0 = t.s * ow - t.pad;
+    __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    __m256i best = _mm256_add_epi32(_mm256_set1_epi32(int32_t(t.h0 * t.W + w0)), lanes);
+    for (int64_t h = t.h0; h < t.h1; h += t.dh) {
+      const float* row = t.x + h * t.row_stride;
+      for (int64_t kw = 0; kw < t.kw; ++kw) {
+        const int64_t w = w0 + kw * t.dw;
+        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(h * t.W + w)), lanes);
+        max_step8(load_strided(row + w, t.s, lanes), at, m, best);
+      }
+    }
+    store8(m, best, y + ow, ix + ow);
+  }
+  return ow;
+}
 #endif
 
 template <class T>
@@ -249,6 +330,72 @@ void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Te
   });
 }
 
+/// Max pooling on channels-last tensors, any window: each output pixel's C channels are an
+/// elementwise maximum over its valid taps' contiguous channel vectors, taken in the plane
+/// loop's (h, w) order with max_step's rule (the walk plane by plane would stride by C).
+template <class T>
+void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx,
+                               const Pool2dParams& p) {
+  const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
+  const int64_t Ho = out.size(2), Wo = out.size(3);
+  const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  int64_t* ix = static_cast<int64_t*>(idx.data_ptr());
+  const bool use_avx2 = cpu_has_avx2() && H * W < (int64_t(1) << 31);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, k[0] * k[1] * C));
+  detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t q0, int64_t q1) {
+    std::vector<const T*> taps(size_t(k[0] * k[1]));
+    std::vector<int32_t> at(size_t(k[0] * k[1]));
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t n = q / (Ho * Wo), oh = q / Wo % Ho, ow = q % Wo;
+      int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
+      const int64_t h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, H);
+      const int64_t w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, W);
+      while (h0 < 0) h0 += d[0];
+      while (w0 < 0) w0 += d[1];
+      int ntaps = 0;
+      for (int64_t h = h0; h < h1; h += d[0])
+        for (int64_t w = w0; w < w1; w += d[1]) {
+          taps[size_t(ntaps)] = x + ((n * H + h) * W + w) * C;
+          at[size_t(ntaps++)] = int32_t(h * W + w);
+        }
+      T* yo = y + q * C;
+      int64_t* io = ix + q * C;
+      // The first valid tap is the default index: a window of -inf keeps it.
+      const int64_t first = h0 * W + w0;
+      int64_t c0 = 0;
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<T, float>)
+        if (use_avx2) c0 = max_pixel_avx2(taps.data(), at.data(), ntaps, int32_t(first), yo, io, C);
+#endif
+      for (int64_t c = c0; c < C; ++c) {
+        T m = -std::numeric_limits<T>::infinity();
+        int64_t best = first;
+        for (int t = 0; t < ntaps; ++t) max_step(taps[size_t(t)][c], int64_t(at[size_t(t)]), m, best);
+        yo[c] = m;
+        io[c] = best;
+      }
+    }
+  });
+}
+
+/// The output columns [lo, hi) of an NCHW max-pool row that max_row_avx2 may take: every tap
+/// of their windows inside the row, and every vector load too (a block of 8 outputs from ow
+/// reads `span` columns per tap from s * ow + kw * d - pad: s * 7 + 1, or 16 for s = 2, whose
+/// loads are split into even and odd columns).
+struct InteriorColumns {
+  int64_t lo, hi;
+};
+InteriorColumns vector_columns(int64_t W, int64_t Wo, int64_t k, int64_t s, int64_t pad,
+                               int64_t d) {
+  const int64_t lo = (pad + s - 1) / s;  // the first ow with ow * s - pad >= 0
+  const int64_t last_tap = (k - 1) * d - pad, span = s == 2 ? 16 : s * 7 + 1;
+  const int64_t room = W - last_tap - span;  // a block may start at ow while s * ow <= room
+  if (room < 0) return {lo, lo};
+  return {lo, std::max(lo, std::min(Wo, room / s + 8))};
+}
+
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in
 // the inner loops it took 3/4 of the max-pool time.
 template <class T>
@@ -256,12 +403,18 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
   if (is_plain_2x2(in, out, idx, p)) return max_forward_2x2<T>(in, out, idx);
   if (is_plain_2x2_channels_last(in, out, idx, p))
     return max_forward_2x2_channels_last<T>(in, out, idx);
+  if (in.size(1) > 1 && detail::is_channels_last(in) && detail::is_channels_last(out) &&
+      detail::is_channels_last(idx))
+    return max_forward_channels_last<T>(in, out, idx, p);
   const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
   const int64_t n = in.size(0), c = in.size(1);
   const Shape& xs = in.strides();
   const Shape& ys = out.strides();
   const Shape& is = idx.strides();
+  const bool vector_rows = cpu_has_avx2() && H * W < (int64_t(1) << 31) && xs[3] == 1 &&
+                           ys[3] == 1 && is[3] == 1;
+  const InteriorColumns cols = vector_columns(W, Wo, k[1], s[1], pad[1], d[1]);
   detail::parallel_for(0, n * c, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t pi = p0; pi < p1; ++pi) {
       const int64_t i = pi / c, j = pi % c;
@@ -273,20 +426,33 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
         int64_t h0 = oh * s[0] - pad[0];
         const int64_t h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, H);
         while (h0 < 0) h0 += d[0];
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          int64_t w0 = ow * s[1] - pad[1];
-          const int64_t w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, W);
-          while (w0 < 0) w0 += d[1];
-          // The first valid tap is the default: a window of -inf keeps its index.
-          int64_t best = h0 * W + w0;
-          T m = -std::numeric_limits<T>::infinity();
-          for (int64_t h = h0; h < h1; h += d[0])
-            for (int64_t w = w0; w < w1; w += d[1]) {
-              max_step(x(h, w), h * W + w, m, best);
-            }
-          y(oh, ow) = m;
-          ix(oh, ow) = best;
-        }
+        const auto scalar_columns = [&](int64_t ow0, int64_t ow1) {
+          for (int64_t ow = ow0; ow < ow1; ++ow) {
+            int64_t w0 = ow * s[1] - pad[1];
+            const int64_t w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, W);
+            while (w0 < 0) w0 += d[1];
+            // The first valid tap is the default: a window of -inf keeps its index.
+            int64_t best = h0 * W + w0;
+            T m = -std::numeric_limits<T>::infinity();
+            for (int64_t h = h0; h < h1; h += d[0])
+              for (int64_t w = w0; w < w1; w += d[1]) max_step(x(h, w), h * W + w, m, best);
+            y(oh, ow) = m;
+            ix(oh, ow) = best;
+          }
+        };
+        // Columns whose windows lie inside the row go eight at a time; the scalar loop takes
+        // the rest (the borders, and every column when the row is not contiguous).
+        int64_t v0 = 0, v1 = 0;
+#if defined(__x86_64__)
+        if constexpr (std::is_same_v<T, float>)
+          if (vector_rows) {
+            const MaxRowTaps taps{x.base, W, h0, h1, d[0], xs[2], s[1], d[1], k[1], pad[1]};
+            v0 = cols.lo;
+            v1 = max_row_avx2(taps, cols.lo, cols.hi, &y(oh, 0), &ix(oh, 0));
+          }
+#endif
+        scalar_columns(0, v0);
+        scalar_columns(v1, Wo);
       }
     }
   });

@@ -47,6 +47,13 @@ const PoolCase kPoolCases[] = {
     {"ceil_no_pad_count", 1, 2, 8, 7, pp({3, 3}, {3, 2}, {1, 0}, {1, 1}, true, false)},
     {"divisor", 1, 2, 5, 5, pp({2, 3}, {1, 2}, {1, 1}, {1, 1}, false, true, 5)},
     {"dilated", 2, 2, 9, 8, pp({3, 2}, {1, 2}, {1, 1}, {2, 3}, true)},
+    // Rows and channel counts wide enough for the general windows' vector paths (NCHW: eight
+    // output columns whose windows and loads stay inside the row, with stride 1, 2 (even and
+    // odd columns split) and 3 (gathers); channels-last: eight channels per step).
+    {"k3s2p1_wide", 1, 9, 5, 45, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false)},
+    {"k3s1p1_wide", 1, 10, 4, 40, pp({3, 3}, {1, 1}, {1, 1}, {1, 1}, false)},
+    {"k2s3_wide", 2, 9, 5, 61, pp({2, 2}, {3, 3}, {0, 0}, {1, 1}, true)},
+    {"dilated_wide", 1, 17, 7, 50, pp({3, 2}, {1, 2}, {1, 1}, {2, 3}, false)},
 };
 
 struct PoolRef {
@@ -71,7 +78,7 @@ PoolRef ref_pool(const PoolCase& k, bool is_max, const std::vector<double>& x,
             const int64_t y = i * s[0] - p.padding[0] + a * dh, xx = j * s[1] - p.padding[1] + e * dw;
             if (y < 0 || y >= k.h || xx < 0 || xx >= k.w) continue;
             const double v = x[size_t((pl * k.h + y) * k.w + xx)];
-            if (bi < 0 || v > best) best = v, bi = y * k.w + xx;
+            if (bi < 0 || v > best || std::isnan(v)) best = v, bi = y * k.w + xx;
             sum += v, ++count;
           }
         if (is_max) {
@@ -107,6 +114,13 @@ TEST(Pool2d, MaxAndAvgMatchWindowLoops) {
           // Values on a coarse grid make ties inside windows common (first index must win).
           std::vector<double> x = random_values(numel_of(xs), -2, 2, 21);
           for (double& v : x) v = std::round(v * 2) / 2;
+          // Max pooling: NaN (a later one wins) and -inf, and in the first plane a block of
+          // -inf whose windows keep their first tap's index.
+          if (is_max)
+            for (size_t i = 0; i < x.size(); ++i) {
+              if (i % 37 == 5 || i % 53 == 11) x[i] = std::numeric_limits<double>::quiet_NaN();
+              if (i % 29 == 3 || (i < size_t(4 * k.w) && i % size_t(k.w) < 8)) x[i] = -INFINITY;
+            }
           const auto s = *k.p.stride;
           const int64_t dh = is_max ? k.p.dilation[0] : 1, dw = is_max ? k.p.dilation[1] : 1;
           const int64_t ho = out_size(k.h, k.p.kernel[0], s[0], k.p.padding[0], dh, k.p.ceil_mode);
