@@ -84,27 +84,72 @@ void sgd_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem& it)
                         : sgd_item<kDecay, true, false, false>(it, a.sgd);
 }
 
+// Adam's and RMSprop's options are template parameters too, and an absent state tensor is
+// bound to a fresh local per element: with the options tested at run time and a state bound
+// to one local outside the loop (which the loop then seemed to write), the loops ran scalar,
+// at 2-3 times the memory's time.
+template <bool kL2, bool kDecoupled, bool kAmsgrad>
 void adam_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
   const kernels::AdamStep<float> s = kernels::adam_step_from<float>(it.scalars);
   detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
-    float unused = 0;
+    // The flags are set here, in the body the compiler sees as one function, from the
+    // template arguments; the other constants are copied so no store can seem to alias them.
+    kernels::AdamConstants<float> k = a.adam;
+    k.l2 = kL2, k.decoupled = kDecoupled, k.amsgrad = kAmsgrad;
+    const kernels::AdamStep<float> step = s;
+    float* __restrict p = it.param;
+    const float* __restrict g = it.grad;
+    float* __restrict m = it.state[0];
+    float* __restrict v = it.state[1];
+    float* __restrict vmax = it.state[2];
     for (int64_t i = begin; i < end; ++i) {
-      float& vmax = a.adam.amsgrad ? it.state[2][i] : unused;
-      kernels::adam_step(it.param[i], it.grad[i], it.state[0][i], it.state[1][i], vmax, a.adam, s);
+      float unused = 0;
+      kernels::adam_step(p[i], g[i], m[i], v[i], kAmsgrad ? vmax[i] : unused, k, step);
     }
   });
 }
 
+void adam_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
+  // adam_step's order: decoupled decay (AdamW) wins over the L2 term.
+  const bool ams = a.adam.amsgrad;
+  if (a.adam.decoupled)
+    return ams ? adam_item<false, true, true>(a, it) : adam_item<false, true, false>(a, it);
+  if (a.adam.l2)
+    return ams ? adam_item<true, false, true>(a, it) : adam_item<true, false, false>(a, it);
+  return ams ? adam_item<false, false, true>(a, it) : adam_item<false, false, false>(a, it);
+}
+
+template <bool kL2, bool kCentered, bool kMomentum>
 void rmsprop_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
   const float neg_lr = kernels::neg_lr_from<float>(it.scalars);
   detail::parallel_for(0, it.n, detail::kGrainSize, [&](int64_t begin, int64_t end) {
-    float unused_ga = 0, unused_buf = 0;
+    kernels::RmspropConstants<float> k = a.rmsprop;  // as in adam_item
+    k.l2 = kL2, k.centered = kCentered, k.use_momentum = kMomentum;
+    const float lr = neg_lr;
+    float* __restrict p = it.param;
+    const float* __restrict g = it.grad;
+    float* __restrict sq = it.state[0];
+    float* __restrict ga = it.state[1];
+    float* __restrict buf = it.state[2];
     for (int64_t i = begin; i < end; ++i) {
-      float& ga = a.rmsprop.centered ? it.state[1][i] : unused_ga;
-      float& buf = a.rmsprop.use_momentum ? it.state[2][i] : unused_buf;
-      kernels::rmsprop_step(it.param[i], it.grad[i], it.state[0][i], ga, buf, a.rmsprop, neg_lr);
+      float unused_ga = 0, unused_buf = 0;
+      kernels::rmsprop_step(p[i], g[i], sq[i], kCentered ? ga[i] : unused_ga,
+                            kMomentum ? buf[i] : unused_buf, k, lr);
     }
   });
+}
+
+void rmsprop_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
+  const auto& r = a.rmsprop;
+  auto with_l2 = [&]<bool kL2>() {
+    if (r.centered)
+      return r.use_momentum ? rmsprop_item<kL2, true, true>(a, it)
+                            : rmsprop_item<kL2, true, false>(a, it);
+    return r.use_momentum ? rmsprop_item<kL2, false, true>(a, it)
+                          : rmsprop_item<kL2, false, false>(a, it);
+  };
+  if (r.l2) with_l2.template operator()<true>();
+  else with_l2.template operator()<false>();
 }
 
 void multi_tensor_update(const MultiTensorUpdateArgs& a) {
@@ -115,8 +160,8 @@ void multi_tensor_update(const MultiTensorUpdateArgs& a) {
         if (a.sgd_decay) sgd_item_variant<true>(a, it);
         else sgd_item_variant<false>(a, it);
         break;
-      case OptimRule::adam: adam_item(a, it); break;
-      case OptimRule::rmsprop: rmsprop_item(a, it); break;
+      case OptimRule::adam: adam_item_variant(a, it); break;
+      case OptimRule::rmsprop: rmsprop_item_variant(a, it); break;
     }
   }
 }
