@@ -19,6 +19,7 @@
 namespace ignis::cpu {
 
 void register_pool_cpu();      // pool.cpp
+void register_resample_cpu();  // resample.cpp: pad, interpolate
 void register_row_norm_cpu();  // row_norm.cpp: layer norm, group norm
 #ifdef IGNIS_WITH_DNNL
 void register_conv_cpu();  // dnnl_conv.cpp
@@ -738,6 +739,7 @@ void register_nn_cpu() {
   });
   register_row_norm_cpu();
   register_pool_cpu();
+  register_resample_cpu();
 #ifdef IGNIS_WITH_DNNL
   register_conv_cpu();
 #endif

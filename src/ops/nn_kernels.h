@@ -8,6 +8,8 @@
 // uninitialised unless said otherwise.
 #pragma once
 
+#include <vector>
+
 #include "core/dispatch.h"
 #include "kernels/batch_norm_math.h"
 #include "ops/nn_ops.h"
@@ -52,6 +54,26 @@ struct ConvLayoutQuery {
 /// keeps contiguous results.
 inline KernelSlot<bool (*)(const ConvLayoutQuery&)> conv2d_prefers_channels_last{
     "conv2d layout preference"};
+
+// ---- resampling: pad and interpolate over the last two dims ---------------------------------
+/// Where each output row (h) or column (w) of a 2-D resampling reads: source index i0 (-1:
+/// the output takes `fill`, constant padding) and, for bilinear resampling, a second source
+/// i1 with weight w1 (i0 then weighs 1 - w1, both rounded to the tensor's dtype).
+struct ResampleAxis {
+  std::vector<int64_t> i0, i1;
+  std::vector<double> w1;
+};
+struct ResampleParams {
+  ResampleAxis h, w;
+  bool bilinear = false;
+  double fill = 0;
+};
+/// in [N, C, H, W], out [N, C, Ho, Wo] (Ho = h.i0.size(), Wo = w.i0.size()), any strides.
+inline KernelSlot<void (*)(const Tensor& in, const Tensor& out, const ResampleParams& p)>
+    resample2d_forward_kernel{"resample2d"};
+/// grad_in (zeroed by the kernel) accumulates grad_out along the same taps.
+inline KernelSlot<void (*)(const Tensor& grad_out, const Tensor& grad_in, const ResampleParams& p)>
+    resample2d_backward_kernel{"resample2d_backward"};
 
 // ---- pooling -------------------------------------------------------------------------------
 // 4-D tensors in either layout (kernels read strides); the stride in p is resolved.
