@@ -192,6 +192,36 @@ TEST(Copy, LargeTransposingCopiesKeepEveryValue) {
       ASSERT_EQ(t[size_t(i * 1030 + j)], fv[size_t(j * 1100 + i)]) << i << "," << j;
 }
 
+TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
+  // Rows contiguous in both tensors but short take the prefetching row copy (Note [Copies of
+  // short rows]): the attention-head swap [B, H, S, D] -> [B, S, H, D] in float32 (1,000+
+  // rows: several blocks of rows and a last partial one, split over threads), int64, bf16
+  // and bool rows, a broadcast source, and rows of one element; each checked by its indices.
+  const int64_t B = 3, H = 7, S = 53, D = 9;
+  const auto v = random_values(B * H * S * D, -100, 100, 8);
+  for (DType dtype : {kFloat32, kInt64, kBFloat16, kBool}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor x = make_input(v, {B, H, S, D}, kFloat64).to(dtype);
+    const std::vector<double> src = values_of(x);
+    const std::vector<double> t = values_of(x.permute({0, 2, 1, 3}).contiguous());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            ASSERT_EQ(t[size_t(((b * S + s) * H + h) * D + d)],
+                      src[size_t(((b * H + h) * S + s) * D + d)])
+                << b << "," << s << "," << h << "," << d;
+  }
+  const Tensor row = make_input(random_values(D, -1, 1, 9), {1, D}, kFloat32);
+  const std::vector<double> r = values_of(row), e = values_of(row.expand({40, D}).contiguous());
+  for (int64_t i = 0; i < 40 * D; ++i) ASSERT_EQ(e[size_t(i)], r[size_t(i % D)]) << i;
+  // Rows of one element: a column of a [37, 5] matrix, and a strided slice copied into it.
+  const Tensor m = make_input(random_values(37 * 5, -1, 1, 10), {37, 5}, kFloat32);
+  const std::vector<double> mv = values_of(m);
+  const std::vector<double> col = values_of(m.narrow(1, 2, 1).contiguous());
+  for (int64_t i = 0; i < 37; ++i) ASSERT_EQ(col[size_t(i)], mv[size_t(i * 5 + 2)]) << i;
+}
+
 TEST(Copy, DTypeConversionsMatchCasts) {
   const std::vector<double> vals{-3.7, -1.5, -0.0, 0.0, 0.49, 1.5, 2.5, 255.0, 300.25, 1e5};
   for (DType to : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kBool}) {
