@@ -209,11 +209,13 @@ struct MaxRowTaps {
   int64_t s, dw, kw, pad;
 };
 
-/// Eight floats at p, p + s, ..., p + 7 s: one load for s = 1, two loads and a split of even
-/// and odd columns for s = 2, a gather otherwise.
-[[gnu::target("avx2,fma")]] inline __m256 load_strided(const float* p, int64_t s, __m256i lanes) {
+/// Eight floats at p, p + s, ..., p + 7 s: one load for s = 1; for s = 2, when `split` (the
+/// 16 floats from p may be read), two loads and a split of even and odd columns; otherwise a
+/// gather of exactly those eight.
+[[gnu::target("avx2,fma")]] inline __m256 load_strided(const float* p, int64_t s, __m256i lanes,
+                                                      bool split) {
   if (s == 1) return _mm256_loadu_ps(p);
-  if (s == 2) {
+  if (s == 2 && split) {
     const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(
         _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
@@ -221,16 +223,18 @@ struct MaxRowTaps {
   return _mm256_i32gather_ps(p, lanes, 4);
 }
 
-/// Output columns [lo, hi) of one NCHW output row (vector_columns: windows and loads inside
-/// the row), eight at a time; every tap in the scalar loop's (h, w) order. Returns the first
-/// column it did not do.
-[[gnu::target("avx2,fma")]] int64_t max_row_avx2(const MaxRowTaps& t, int64_t lo, int64_t hi,
-                                                float* y, int64_t* ix) {
+/// Output columns [lo, hi) of one NCHW output row (vector_columns: their windows inside the
+/// row, hi - lo >= 8), eight at a time, the last eight ending at hi (overlapping the block
+/// before it: those outputs are written twice, with the same values); every tap in the
+/// scalar loop's (h, w) order.
+[[gnu::target("avx2,fma")]] void max_row_avx2(const MaxRowTaps& t, int64_t lo, int64_t hi,
+                                             float* y, int64_t* ix) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
-  int64_t ow = lo;
-  for (; ow + 8 <= hi; ow += 8) {
+  auto block = [&](int64_t ow) {
     const int64_t w0 = t.s * ow - t.pad;
+    // Stride 2 splits 16 loaded floats while the last tap's 16 stay inside the row.
+    const bool split = w0 + (t.kw - 1) * t.dw + 16 <= t.W;
     __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     __m256i best = _mm256_add_epi32(_mm256_set1_epi32(int32_t(t.h0 * t.W + w0)), lanes);
     for (int64_t h = t.h0; h < t.h1; h += t.dh) {
@@ -238,12 +242,14 @@ struct MaxRowTaps {
       for (int64_t kw = 0; kw < t.kw; ++kw) {
         const int64_t w = w0 + kw * t.dw;
         const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(h * t.W + w)), lanes);
-        max_step8(load_strided(row + w, t.s, lanes), at, m, best);
+        max_step8(load_strided(row + w, t.s, lanes, split), at, m, best);
       }
     }
     store8(m, best, y + ow, ix + ow);
-  }
-  return ow;
+  };
+  int64_t ow = lo;
+  for (; ow + 8 <= hi; ow += 8) block(ow);
+  if (ow < hi) block(hi - 8);
 }
 #endif
 
@@ -380,20 +386,17 @@ void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor
   });
 }
 
-/// The output columns [lo, hi) of an NCHW max-pool row that max_row_avx2 may take: every tap
-/// of their windows inside the row, and every vector load too (a block of 8 outputs from ow
-/// reads `span` columns per tap from s * ow + kw * d - pad: s * 7 + 1, or 16 for s = 2, whose
-/// loads are split into even and odd columns).
+/// The output columns [lo, hi) of an NCHW max-pool row that max_row_avx2 takes: those whose
+/// window lies inside the row, when there are at least 8 (else none: lo == hi).
 struct InteriorColumns {
   int64_t lo, hi;
 };
 InteriorColumns vector_columns(int64_t W, int64_t Wo, int64_t k, int64_t s, int64_t pad,
                                int64_t d) {
   const int64_t lo = (pad + s - 1) / s;  // the first ow with ow * s - pad >= 0
-  const int64_t last_tap = (k - 1) * d - pad, span = s == 2 ? 16 : s * 7 + 1;
-  const int64_t room = W - last_tap - span;  // a block may start at ow while s * ow <= room
-  if (room < 0) return {lo, lo};
-  return {lo, std::max(lo, std::min(Wo, room / s + 8))};
+  const int64_t last_tap = (k - 1) * d - pad;  // the last tap's column is ow * s + last_tap
+  const int64_t hi = W - 1 - last_tap < 0 ? lo : std::min(Wo, (W - 1 - last_tap) / s + 1);
+  return hi - lo >= 8 ? InteriorColumns{lo, hi} : InteriorColumns{lo, lo};
 }
 
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in
@@ -447,8 +450,8 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
         if constexpr (std::is_same_v<T, float>)
           if (vector_rows) {
             const MaxRowTaps taps{x.base, W, h0, h1, d[0], xs[2], s[1], d[1], k[1], pad[1]};
-            v0 = cols.lo;
-            v1 = max_row_avx2(taps, cols.lo, cols.hi, &y(oh, 0), &ix(oh, 0));
+            v0 = cols.lo, v1 = cols.hi;
+            if (v1 > v0) max_row_avx2(taps, v0, v1, &y(oh, 0), &ix(oh, 0));
           }
 #endif
         scalar_columns(0, v0);
