@@ -9,8 +9,10 @@
 // backward, BatchNorm1d on [4096,512] float32, layer norm and group norm, forward and
 // backward, channels-last average pooling, a transposing copy, cumsum along rows, the mean
 // over 4x4 planes, exp, tanh, exact GELU and logsumexp over rows of [4096,4096], the top 5
-// of each row of [4096,1000], a cat along dim 1, and a memcpy of 64 MB into another 64 MB
-// buffer (the bandwidth ceiling for the others).
+// of each row of [4096,1000], a cat along dim 1, layers and steps outside the training rows
+// (max pooling, AdamW, bilinear upsampling, reflect padding, the attention-head permute, a
+// depthwise convolution), and a memcpy of 64 MB into another 64 MB buffer (the bandwidth
+// ceiling for the others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
 // the minimal algorithm (inputs read once, outputs written once); FLOPs count arithmetic.
@@ -370,6 +372,63 @@ int main(int argc, char** argv) {
     Tensor c1 = input({2048, 512}, -1, 1), c2 = input({2048, 512}, 1, -1);
     row(o, "cat_dim1", "2x[2048,512] f32 -> [2048,1024]", 4.0 * 2048 * 1024 * F, 0,
         [&] { Tensor c = ignis::cat({c1, c2}, 1); });
+  }
+  // Layers and steps outside the training rows (each once far behind PyTorch): max pooling
+  // 3x3 stride 2 padding 1 as ResNet's ImageNet stem, NCHW and channels-last, forward and
+  // backward; an AdamW step over eight [1024,1024] parameters; a 2x bilinear upsample forward
+  // and backward; a reflect pad of CIFAR-sized images by 4; the attention-head swap
+  // [64,12,128,64] -> [64,128,12,64]; a depthwise 3x3 convolution forward and backward.
+  for (const auto& [name, cl] : {std::pair{"max_pool3x3", false}, std::pair{"max_pool3x3_cl", true}}) {
+    if (!wanted(o, name)) continue;
+    const auto fmt = cl ? ignis::MemoryFormat::channels_last : ignis::MemoryFormat::contiguous;
+    Tensor x = input({64, 64, 64, 64}, -1, 1).contiguous(fmt), g = input({64, 64, 32, 32}, 1, -1).contiguous(fmt);
+    x.requires_grad_();
+    const double n = 64.0 * 64 * 64 * 64;
+    // Bytes: x read, y and int64 indices written; gradient and indices read, x's gradient written.
+    row(o, name, "[64,64,64,64] f32, 3x3 s2 p1, fwd+bwd", (n + n / 4 * 3 + n / 4 * 3 + n) * F, 2.25 * n, [&] {
+      x.mutable_grad() = Tensor();
+      ignis::max_pool2d(x, {.kernel_size = {3, 3}, .stride = ignis::Size2{2, 2}, .padding = {1, 1}}).backward(g);
+    });
+  }
+  if (wanted(o, "adamw")) {
+    std::vector<Tensor> params;
+    for (int i = 0; i < 8; ++i) {
+      params.push_back(input({1024, 1024}, -1, 1).requires_grad_());
+      params.back().mutable_grad() = input({1024, 1024}, -1e-3, 1e-3);
+    }
+    ignis::optim::AdamW opt(params, {.lr = 1e-3});
+    const double n = 8.0 * 1024 * 1024;
+    // Reads parameter, gradient and both moments; writes parameter and moments.
+    row(o, "adamw", "8x[1024,1024] f32, one step", 7 * n * F, 12 * n, [&] { opt.step(); });
+  }
+  if (wanted(o, "interpolate_bilinear")) {
+    Tensor x = input({32, 64, 32, 32}, -1, 1), g = input({32, 64, 64, 64}, 1, -1);
+    x.requires_grad_();
+    const double n = 32.0 * 64 * 64 * 64;  // output elements
+    row(o, "interpolate_bilinear", "[32,64,32,32] f32 x2, fwd+bwd", 2.5 * n * F, 14 * n, [&] {
+      x.mutable_grad() = Tensor();
+      ignis::nn::functional::interpolate(x, {.scale_factor = 2.0, .mode = "bilinear"}).backward(g);
+    });
+  }
+  if (wanted(o, "pad_reflect")) {
+    Tensor x = input({512, 3, 32, 32}, -1, 1);
+    row(o, "pad_reflect", "[512,3,32,32] f32 by 4", (512.0 * 3 * 32 * 32 + 512.0 * 3 * 40 * 40) * F, 0,
+        [&] { Tensor y = ignis::nn::functional::pad(x, {4, 4, 4, 4}, "reflect"); });
+  }
+  if (wanted(o, "permute_heads")) {
+    Tensor x = input({64, 12, 128, 64}, -1, 1);
+    row(o, "permute_heads", "[64,12,128,64] f32 permute(0,2,1,3)", 2.0 * double(x.nbytes()), 0,
+        [&] { Tensor t = x.permute({0, 2, 1, 3}).contiguous(); });
+  }
+  if (wanted(o, "conv_depthwise")) {
+    Tensor x = input({32, 128, 32, 32}, -1, 1), w = input({128, 1, 3, 3}, -0.1, 0.1);
+    Tensor g = input({32, 128, 32, 32}, 1, -1);
+    for (Tensor* t : {&x, &w}) t->requires_grad_();
+    const double n = 32.0 * 128 * 32 * 32;
+    row(o, "conv_depthwise", "[32,128,32,32] f32 3x3 groups 128, fwd+bwd", 5 * n * F, 3 * 18 * n, [&] {
+      for (Tensor* t : {&x, &w}) t->mutable_grad() = Tensor();
+      ignis::conv2d(x, w, Tensor(), {.padding = {1, 1}, .groups = 128}).backward(g);
+    });
   }
   return 0;
 }

@@ -270,6 +270,60 @@ def main():
         row("cat_dim1", "2x[2048,512] f32 -> [2048,1024]", 4.0 * 2048 * 1024 * F, 0,
             lambda: torch.cat([c1, c2], 1))
 
+    # The rows of layers and steps outside the training rows (core_ops.cpp says which).
+    for name, cl in (("max_pool3x3", False), ("max_pool3x3_cl", True)):
+        if not wanted(name):
+            continue
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = inp([64, 64, 64, 64], -1, 1).contiguous(memory_format=fmt).requires_grad_()
+        g = inp([64, 64, 32, 32], 1, -1).contiguous(memory_format=fmt)
+        n = 64.0 * 64 * 64 * 64
+
+        def pool(x=x, g=g):
+            with torch.enable_grad():
+                x.grad = None
+                torch.nn.functional.max_pool2d(x, 3, 2, 1).backward(g)
+        row(name, "[64,64,64,64] f32, 3x3 s2 p1, fwd+bwd", (n + n / 4 * 3 + n / 4 * 3 + n) * F,
+            2.25 * n, pool)
+    if wanted("adamw"):
+        params = [inp([1024, 1024], -1, 1).requires_grad_() for _ in range(8)]
+        for p in params:
+            p.grad = inp([1024, 1024], -1e-3, 1e-3)
+        opt = torch.optim.AdamW(params, lr=1e-3)
+        n = 8.0 * 1024 * 1024
+        row("adamw", "8x[1024,1024] f32, one step", 7 * n * F, 12 * n, opt.step)
+    if wanted("interpolate_bilinear"):
+        x = inp([32, 64, 32, 32], -1, 1).requires_grad_()
+        g = inp([32, 64, 64, 64], 1, -1)
+        n = 32.0 * 64 * 64 * 64
+
+        def up():
+            with torch.enable_grad():
+                x.grad = None
+                torch.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear").backward(g)
+        row("interpolate_bilinear", "[32,64,32,32] f32 x2, fwd+bwd", 2.5 * n * F, 14 * n, up)
+    if wanted("pad_reflect"):
+        x = inp([512, 3, 32, 32], -1, 1)
+        row("pad_reflect", "[512,3,32,32] f32 by 4",
+            (512.0 * 3 * 32 * 32 + 512.0 * 3 * 40 * 40) * F, 0,
+            lambda: torch.nn.functional.pad(x, (4, 4, 4, 4), mode="reflect"))
+    if wanted("permute_heads"):
+        x = inp([64, 12, 128, 64], -1, 1)
+        row("permute_heads", "[64,12,128,64] f32 permute(0,2,1,3)", 2.0 * x.numel() * F, 0,
+            lambda: x.permute(0, 2, 1, 3).contiguous())
+    if wanted("conv_depthwise"):
+        x = inp([32, 128, 32, 32], -1, 1).requires_grad_()
+        w = inp([128, 1, 3, 3], -0.1, 0.1).requires_grad_()
+        g = inp([32, 128, 32, 32], 1, -1)
+        n = 32.0 * 128 * 32 * 32
+
+        def dw():
+            with torch.enable_grad():
+                x.grad = w.grad = None
+                torch.nn.functional.conv2d(x, w, None, padding=1, groups=128).backward(g)
+        row("conv_depthwise", "[32,128,32,32] f32 3x3 groups 128, fwd+bwd", 5 * n * F,
+            3 * 18 * n, dw)
+
 
 if __name__ == "__main__":
     main()
