@@ -202,7 +202,7 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
 }
 
 /// One NCHW plane's window rows for an output row: valid input rows h0, h0 + dh, ... < h1 at
-/// `row_stride` apart from `x`, and the columns of tap kw of output ow at s * ow + kw * dw - pad.
+/// `row_stride` apart from `x`, and kw taps per row: output ow reads columns s * ow - pad + j * dw.
 struct MaxRowTaps {
   const float* x;
   int64_t W, h0, h1, dh, row_stride;

@@ -151,7 +151,7 @@ Tensor pad(const Tensor& x, const Shape& pads, const std::string& mode, double v
 }
 
 namespace {
-/// The taps of dim d (of size in) resized to out: nearest index, or the two bilinear taps
+/// The taps of an axis of size `in` resized to `out`: nearest index, or the two bilinear taps
 /// and the second one's weight (PyTorch's source-index rules).
 ResampleAxis resize_axis(int64_t in, int64_t out, double scale, const InterpolateOptions& o) {
   ResampleAxis a;
