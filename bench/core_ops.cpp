@@ -378,17 +378,26 @@ int main(int argc, char** argv) {
   // backward; an AdamW step over eight [1024,1024] parameters; a 2x bilinear upsample forward
   // and backward; a reflect pad of CIFAR-sized images by 4; the attention-head swap
   // [64,12,128,64] -> [64,128,12,64]; a depthwise 3x3 convolution forward and backward.
-  for (const auto& [name, cl] : {std::pair{"max_pool3x3", false}, std::pair{"max_pool3x3_cl", true}}) {
+  for (const auto& [name, cl] :
+       {std::pair{"max_pool3x3", false}, std::pair{"max_pool3x3_cl", true}}) {
     if (!wanted(o, name)) continue;
     const auto fmt = cl ? ignis::MemoryFormat::channels_last : ignis::MemoryFormat::contiguous;
-    Tensor x = input({64, 64, 64, 64}, -1, 1).contiguous(fmt), g = input({64, 64, 32, 32}, 1, -1).contiguous(fmt);
+    Tensor x = input({64, 64, 64, 64}, -1, 1).contiguous(fmt),
+           g = input({64, 64, 32, 32}, 1, -1).contiguous(fmt);
     x.requires_grad_();
     const double n = 64.0 * 64 * 64 * 64;
     // Bytes: x read, y and int64 indices written; gradient and indices read, x's gradient written.
-    row(o, name, "[64,64,64,64] f32, 3x3 s2 p1, fwd+bwd", (n + n / 4 * 3 + n / 4 * 3 + n) * F, 2.25 * n, [&] {
-      x.mutable_grad() = Tensor();
-      ignis::max_pool2d(x, {.kernel_size = {3, 3}, .stride = ignis::Size2{2, 2}, .padding = {1, 1}}).backward(g);
-    });
+    row(o,
+        name,
+        "[64,64,64,64] f32, 3x3 s2 p1, fwd+bwd",
+        (n + n / 4 * 3 + n / 4 * 3 + n) * F,
+        2.25 * n,
+        [&] {
+          x.mutable_grad() = Tensor();
+          ignis::max_pool2d(
+              x, {.kernel_size = {3, 3}, .stride = ignis::Size2{2, 2}, .padding = {1, 1}})
+              .backward(g);
+        });
   }
   if (wanted(o, "adamw")) {
     std::vector<Tensor> params;
@@ -412,23 +421,40 @@ int main(int argc, char** argv) {
   }
   if (wanted(o, "pad_reflect")) {
     Tensor x = input({512, 3, 32, 32}, -1, 1);
-    row(o, "pad_reflect", "[512,3,32,32] f32 by 4", (512.0 * 3 * 32 * 32 + 512.0 * 3 * 40 * 40) * F, 0,
-        [&] { Tensor y = ignis::nn::functional::pad(x, {4, 4, 4, 4}, "reflect"); });
+    row(o,
+        "pad_reflect",
+        "[512,3,32,32] f32 by 4",
+        (512.0 * 3 * 32 * 32 + 512.0 * 3 * 40 * 40) * F,
+        0,
+        [&] {
+          Tensor y = ignis::nn::functional::pad(x, {4, 4, 4, 4}, "reflect");
+        });
   }
   if (wanted(o, "permute_heads")) {
     Tensor x = input({64, 12, 128, 64}, -1, 1);
-    row(o, "permute_heads", "[64,12,128,64] f32 permute(0,2,1,3)", 2.0 * double(x.nbytes()), 0,
-        [&] { Tensor t = x.permute({0, 2, 1, 3}).contiguous(); });
+    row(o,
+        "permute_heads",
+        "[64,12,128,64] f32 permute(0,2,1,3)",
+        2.0 * double(x.nbytes()),
+        0,
+        [&] {
+          Tensor t = x.permute({0, 2, 1, 3}).contiguous();
+        });
   }
   if (wanted(o, "conv_depthwise")) {
     Tensor x = input({32, 128, 32, 32}, -1, 1), w = input({128, 1, 3, 3}, -0.1, 0.1);
     Tensor g = input({32, 128, 32, 32}, 1, -1);
     for (Tensor* t : {&x, &w}) t->requires_grad_();
     const double n = 32.0 * 128 * 32 * 32;
-    row(o, "conv_depthwise", "[32,128,32,32] f32 3x3 groups 128, fwd+bwd", 5 * n * F, 3 * 18 * n, [&] {
-      for (Tensor* t : {&x, &w}) t->mutable_grad() = Tensor();
-      ignis::conv2d(x, w, Tensor(), {.padding = {1, 1}, .groups = 128}).backward(g);
-    });
+    row(o,
+        "conv_depthwise",
+        "[32,128,32,32] f32 3x3 groups 128, fwd+bwd",
+        5 * n * F,
+        3 * 18 * n,
+        [&] {
+          for (Tensor* t : {&x, &w}) t->mutable_grad() = Tensor();
+          ignis::conv2d(x, w, Tensor(), {.padding = {1, 1}, .groups = 128}).backward(g);
+        });
   }
   return 0;
 }

@@ -171,32 +171,35 @@ void copy_short_rows(const ElementwisePlan& p) {
   const int outer = p.ndim - 1;  // dims [0, outer) index the rows
   const int64_t len = p.sizes[outer], rows = p.numel / len;
   const int64_t bytes = len * int64_t(sizeof(T));
-  detail::parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / len), [&](int64_t r0, int64_t r1) {
-    int64_t idx[kMaxPlanDims];
-    for (int64_t rem = r0, d = outer - 1; d >= 0; --d) idx[d] = rem % p.sizes[d], rem /= p.sizes[d];
-    T* dst[kRows];
-    const T* src[kRows];
-    for (int64_t r = r0; r < r1;) {
-      const int64_t n = std::min(kRows, r1 - r);
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t od = 0, os = 0;
-        for (int d = 0; d < outer; ++d) od += idx[d] * p.strides[0][d], os += idx[d] * p.strides[1][d];
-        dst[k] = reinterpret_cast<T*>(p.data[0]) + od;
-        src[k] = reinterpret_cast<const T*>(p.data[1]) + os;
-        const char* line = reinterpret_cast<const char*>(src[k]);
-        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(line + b);
-        __builtin_prefetch(line + bytes - 1);
-        for (int d = outer - 1; d >= 0 && ++idx[d] == p.sizes[d]; --d) idx[d] = 0;
-      }
-      for (int64_t k = 0; k < n; ++k) {
-        T* o = dst[k];
-        const T* a = src[k];
+  detail::parallel_for(
+      0, rows, std::max<int64_t>(1, kElementwiseGrain / len), [&](int64_t r0, int64_t r1) {
+        int64_t idx[kMaxPlanDims];
+        for (int64_t rem = r0, d = outer - 1; d >= 0; --d)
+          idx[d] = rem % p.sizes[d], rem /= p.sizes[d];
+        T* dst[kRows];
+        const T* src[kRows];
+        for (int64_t r = r0; r < r1;) {
+          const int64_t n = std::min(kRows, r1 - r);
+          for (int64_t k = 0; k < n; ++k) {
+            int64_t od = 0, os = 0;
+            for (int d = 0; d < outer; ++d)
+              od += idx[d] * p.strides[0][d], os += idx[d] * p.strides[1][d];
+            dst[k] = reinterpret_cast<T*>(p.data[0]) + od;
+            src[k] = reinterpret_cast<const T*>(p.data[1]) + os;
+            const char* line = reinterpret_cast<const char*>(src[k]);
+            for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(line + b);
+            __builtin_prefetch(line + bytes - 1);
+            for (int d = outer - 1; d >= 0 && ++idx[d] == p.sizes[d]; --d) idx[d] = 0;
+          }
+          for (int64_t k = 0; k < n; ++k) {
+            T* o = dst[k];
+            const T* a = src[k];
 #pragma omp simd
-        for (int64_t i = 0; i < len; ++i) o[i] = a[i];
-      }
-      r += n;
-    }
-  });
+            for (int64_t i = 0; i < len; ++i) o[i] = a[i];
+          }
+          r += n;
+        }
+      });
 }
 
 void copy_kernel(const ElementwisePlan& p) {

@@ -133,8 +133,8 @@ void rmsprop_item(const MultiTensorUpdateArgs& a, const MultiTensorItem& it) {
     float* __restrict buf = it.state[2];
     for (int64_t i = begin; i < end; ++i) {
       float unused_ga = 0, unused_buf = 0;
-      kernels::rmsprop_step(p[i], g[i], sq[i], kCentered ? ga[i] : unused_ga,
-                            kMomentum ? buf[i] : unused_buf, k, lr);
+      kernels::rmsprop_step(
+          p[i], g[i], sq[i], kCentered ? ga[i] : unused_ga, kMomentum ? buf[i] : unused_buf, k, lr);
     }
   });
 }
@@ -148,8 +148,10 @@ void rmsprop_item_variant(const MultiTensorUpdateArgs& a, const MultiTensorItem&
     return r.use_momentum ? rmsprop_item<kL2, false, true>(a, it)
                           : rmsprop_item<kL2, false, false>(a, it);
   };
-  if (r.l2) with_l2.template operator()<true>();
-  else with_l2.template operator()<false>();
+  if (r.l2)
+    with_l2.template operator()<true>();
+  else
+    with_l2.template operator()<false>();
 }
 
 void multi_tensor_update(const MultiTensorUpdateArgs& a) {
@@ -160,8 +162,12 @@ void multi_tensor_update(const MultiTensorUpdateArgs& a) {
         if (a.sgd_decay) sgd_item_variant<true>(a, it);
         else sgd_item_variant<false>(a, it);
         break;
-      case OptimRule::adam: adam_item_variant(a, it); break;
-      case OptimRule::rmsprop: rmsprop_item_variant(a, it); break;
+      case OptimRule::adam:
+        adam_item_variant(a, it);
+        break;
+      case OptimRule::rmsprop:
+        rmsprop_item_variant(a, it);
+        break;
     }
   }
 }

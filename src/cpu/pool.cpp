@@ -178,18 +178,23 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
 /// Stores eight maxima and their int32 plane indices widened to int64.
 [[gnu::target("avx2,fma")]] inline void store8(__m256 m, __m256i best, float* y, int64_t* ix) {
   _mm256_storeu_ps(y, m);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix),
-                      _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + 4),
-                      _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best, 1)));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(ix), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best)));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(ix + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best, 1)));
 }
 
 /// Channels-last, any window: eight channels of one output pixel per step over the window's
 /// ntaps valid taps (their channel vectors and plane indices, in (h, w) order); `first` is the
 /// index a window of -inf keeps. Returns the first channel it did not do.
-[[gnu::target("avx2,fma")]] int64_t max_pixel_avx2(const float* const* taps, const int32_t* at,
-                                                  int ntaps, int32_t first, float* y,
-                                                  int64_t* ix, int64_t C) {
+[[gnu::target("avx2,fma")]] int64_t max_pixel_avx2(
+    const float* const* taps,
+    const int32_t* at,
+    int ntaps,
+    int32_t first,
+    float* y,
+    int64_t* ix,
+    int64_t C) {
   int64_t c = 0;
   for (; c + 8 <= C; c += 8) {
     __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -212,8 +217,8 @@ struct MaxRowTaps {
 /// Eight floats at p, p + s, ..., p + 7 s: one load for s = 1; for s = 2, when `split` (the
 /// 16 floats from p may be read), two loads and a split of even and odd columns; otherwise a
 /// gather of exactly those eight.
-[[gnu::target("avx2,fma")]] inline __m256 load_strided(const float* p, int64_t s, __m256i lanes,
-                                                      bool split) {
+[[gnu::target("avx2,fma")]] inline __m256 load_strided(
+    const float* p, int64_t s, __m256i lanes, bool split) {
   if (s == 1) return _mm256_loadu_ps(p);
   if (s == 2 && split) {
     const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
@@ -227,8 +232,8 @@ struct MaxRowTaps {
 /// row, hi - lo >= 8), eight at a time, the last eight ending at hi (overlapping the block
 /// before it: those outputs are written twice, with the same values); every tap in the
 /// scalar loop's (h, w) order.
-[[gnu::target("avx2,fma")]] void max_row_avx2(const MaxRowTaps& t, int64_t lo, int64_t hi,
-                                             float* y, int64_t* ix) {
+[[gnu::target("avx2,fma")]] void max_row_avx2(
+    const MaxRowTaps& t, int64_t lo, int64_t hi, float* y, int64_t* ix) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
   auto block = [&](int64_t ow) {
@@ -340,8 +345,8 @@ void max_forward_2x2_channels_last(const Tensor& in, const Tensor& out, const Te
 /// elementwise maximum over its valid taps' contiguous channel vectors, taken in the plane
 /// loop's (h, w) order with max_step's rule (the walk plane by plane would stride by C).
 template <class T>
-void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor& idx,
-                               const Pool2dParams& p) {
+void max_forward_channels_last(
+    const Tensor& in, const Tensor& out, const Tensor& idx, const Pool2dParams& p) {
   const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
   const int64_t Ho = out.size(2), Wo = out.size(3);
   const Pair2 s = *p.stride, d = p.dilation, k = p.kernel, pad = p.padding;
@@ -349,7 +354,8 @@ void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor
   T* y = static_cast<T*>(out.data_ptr());
   int64_t* ix = static_cast<int64_t*>(idx.data_ptr());
   const bool use_avx2 = cpu_has_avx2() && H * W < (int64_t(1) << 31);
-  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, k[0] * k[1] * C));
+  const int64_t grain =
+      std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, k[0] * k[1] * C));
   detail::parallel_for(0, N * Ho * Wo, grain, [&](int64_t q0, int64_t q1) {
     std::vector<const T*> taps(size_t(k[0] * k[1]));
     std::vector<int32_t> at(size_t(k[0] * k[1]));
@@ -378,7 +384,8 @@ void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor
       for (int64_t c = c0; c < C; ++c) {
         T m = -std::numeric_limits<T>::infinity();
         int64_t best = first;
-        for (int t = 0; t < ntaps; ++t) max_step(taps[size_t(t)][c], int64_t(at[size_t(t)]), m, best);
+        for (int t = 0; t < ntaps; ++t)
+          max_step(taps[size_t(t)][c], int64_t(at[size_t(t)]), m, best);
         yo[c] = m;
         io[c] = best;
       }
@@ -391,9 +398,9 @@ void max_forward_channels_last(const Tensor& in, const Tensor& out, const Tensor
 struct InteriorColumns {
   int64_t lo, hi;
 };
-InteriorColumns vector_columns(int64_t W, int64_t Wo, int64_t k, int64_t s, int64_t pad,
-                               int64_t d) {
-  const int64_t lo = (pad + s - 1) / s;  // the first ow with ow * s - pad >= 0
+InteriorColumns vector_columns(
+    int64_t W, int64_t Wo, int64_t k, int64_t s, int64_t pad, int64_t d) {
+  const int64_t lo = (pad + s - 1) / s;        // the first ow with ow * s - pad >= 0
   const int64_t last_tap = (k - 1) * d - pad;  // the last tap's column is ow * s + last_tap
   const int64_t hi = W - 1 - last_tap < 0 ? lo : std::min(Wo, (W - 1 - last_tap) / s + 1);
   return hi - lo >= 8 ? InteriorColumns{lo, hi} : InteriorColumns{lo, lo};
@@ -415,8 +422,8 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
   const Shape& xs = in.strides();
   const Shape& ys = out.strides();
   const Shape& is = idx.strides();
-  const bool vector_rows = cpu_has_avx2() && H * W < (int64_t(1) << 31) && xs[3] == 1 &&
-                           ys[3] == 1 && is[3] == 1;
+  const bool vector_rows =
+      cpu_has_avx2() && H * W < (int64_t(1) << 31) && xs[3] == 1 && ys[3] == 1 && is[3] == 1;
   const InteriorColumns cols = vector_columns(W, Wo, k[1], s[1], pad[1], d[1]);
   detail::parallel_for(0, n * c, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t pi = p0; pi < p1; ++pi) {

@@ -61,61 +61,61 @@ void forward(const Tensor& in, const Tensor& out, const ResampleParams& p) {
   const T fill = T(p.fill);
   if (channels_inner(in, out)) {
     // Pixel by pixel: each output pixel's C values from one or four source pixels.
-    detail::parallel_for(0, N * Ho * Wo, std::max<int64_t>(1, detail::kGrainSize / C),
-                         [&](int64_t q0, int64_t q1) {
-      for (int64_t q = q0; q < q1; ++q) {
-        const int64_t n = q / (Ho * Wo), oh = q / Wo % Ho, ow = q % Wo;
-        T* o = y + n * so[0] + oh * so[2] + ow * so[3];
-        if (th.fill[size_t(oh)] || tw.fill[size_t(ow)]) {
-          std::fill_n(o, C, fill);
-          continue;
-        }
-        const T* xn = x + n * si[0];
-        const T* r00 = xn + th.off0[size_t(oh)] + tw.off0[size_t(ow)];
-        if (!p.bilinear) {
-          std::copy_n(r00, C, o);
-          continue;
-        }
-        const T* r01 = xn + th.off0[size_t(oh)] + tw.off1[size_t(ow)];
-        const T* r10 = xn + th.off1[size_t(oh)] + tw.off0[size_t(ow)];
-        const T* r11 = xn + th.off1[size_t(oh)] + tw.off1[size_t(ow)];
-        const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
-        const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
-        for (int64_t c = 0; c < C; ++c)
-          o[c] = ha * (wa * r00[c] + wb * r01[c]) + hb * (wa * r10[c] + wb * r11[c]);
-      }
-    });
+    detail::parallel_for(
+        0, N * Ho * Wo, std::max<int64_t>(1, detail::kGrainSize / C), [&](int64_t q0, int64_t q1) {
+          for (int64_t q = q0; q < q1; ++q) {
+            const int64_t n = q / (Ho * Wo), oh = q / Wo % Ho, ow = q % Wo;
+            T* o = y + n * so[0] + oh * so[2] + ow * so[3];
+            if (th.fill[size_t(oh)] || tw.fill[size_t(ow)]) {
+              std::fill_n(o, C, fill);
+              continue;
+            }
+            const T* xn = x + n * si[0];
+            const T* r00 = xn + th.off0[size_t(oh)] + tw.off0[size_t(ow)];
+            if (!p.bilinear) {
+              std::copy_n(r00, C, o);
+              continue;
+            }
+            const T* r01 = xn + th.off0[size_t(oh)] + tw.off1[size_t(ow)];
+            const T* r10 = xn + th.off1[size_t(oh)] + tw.off0[size_t(ow)];
+            const T* r11 = xn + th.off1[size_t(oh)] + tw.off1[size_t(ow)];
+            const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
+            const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
+            for (int64_t c = 0; c < C; ++c)
+              o[c] = ha * (wa * r00[c] + wb * r01[c]) + hb * (wa * r10[c] + wb * r11[c]);
+          }
+        });
     return;
   }
   // Plane by plane, row by row.
-  detail::parallel_for(0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)),
-                       [&](int64_t p0, int64_t p1) {
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const int64_t n = pl / C, c = pl % C;
-      const T* xp = x + n * si[0] + c * si[1];
-      T* yp = y + n * so[0] + c * so[1];
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        T* yr = yp + oh * so[2];
-        if (th.fill[size_t(oh)]) {
-          for (int64_t ow = 0; ow < Wo; ++ow) yr[ow * so[3]] = fill;
-          continue;
+  detail::parallel_for(
+      0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)), [&](int64_t p0, int64_t p1) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          const int64_t n = pl / C, c = pl % C;
+          const T* xp = x + n * si[0] + c * si[1];
+          T* yp = y + n * so[0] + c * so[1];
+          for (int64_t oh = 0; oh < Ho; ++oh) {
+            T* yr = yp + oh * so[2];
+            if (th.fill[size_t(oh)]) {
+              for (int64_t ow = 0; ow < Wo; ++ow) yr[ow * so[3]] = fill;
+              continue;
+            }
+            const T* r0 = xp + th.off0[size_t(oh)];
+            if (!p.bilinear) {
+              for (int64_t ow = 0; ow < Wo; ++ow)
+                yr[ow * so[3]] = tw.fill[size_t(ow)] ? fill : r0[tw.off0[size_t(ow)]];
+              continue;
+            }
+            const T* r1 = xp + th.off1[size_t(oh)];
+            const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
+            for (int64_t ow = 0; ow < Wo; ++ow) {
+              const int64_t w0 = tw.off0[size_t(ow)], w1 = tw.off1[size_t(ow)];
+              const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
+              yr[ow * so[3]] = ha * (wa * r0[w0] + wb * r0[w1]) + hb * (wa * r1[w0] + wb * r1[w1]);
+            }
+          }
         }
-        const T* r0 = xp + th.off0[size_t(oh)];
-        if (!p.bilinear) {
-          for (int64_t ow = 0; ow < Wo; ++ow)
-            yr[ow * so[3]] = tw.fill[size_t(ow)] ? fill : r0[tw.off0[size_t(ow)]];
-          continue;
-        }
-        const T* r1 = xp + th.off1[size_t(oh)];
-        const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w0 = tw.off0[size_t(ow)], w1 = tw.off1[size_t(ow)];
-          const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
-          yr[ow * so[3]] = ha * (wa * r0[w0] + wb * r0[w1]) + hb * (wa * r1[w0] + wb * r1[w1]);
-        }
-      }
-    }
-  });
+      });
 }
 
 template <class T>
@@ -161,37 +161,37 @@ void backward(const Tensor& go, const Tensor& gi, const ResampleParams& p) {
     });
     return;
   }
-  detail::parallel_for(0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)),
-                       [&](int64_t p0, int64_t p1) {
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const int64_t n = pl / C, c = pl % C;
-      T* dp = d + n * sd[0] + c * sd[1];
-      const T* gp = g + n * sg[0] + c * sg[1];
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) dp[h * sd[2] + w * sd[3]] = T(0);
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        if (th.fill[size_t(oh)]) continue;
-        const T* gr = gp + oh * sg[2];
-        T* r0 = dp + th.off0[size_t(oh)];
-        if (!p.bilinear) {
-          for (int64_t ow = 0; ow < Wo; ++ow)
-            if (!tw.fill[size_t(ow)]) r0[tw.off0[size_t(ow)]] += gr[ow * sg[3]];
-          continue;
+  detail::parallel_for(
+      0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)), [&](int64_t p0, int64_t p1) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          const int64_t n = pl / C, c = pl % C;
+          T* dp = d + n * sd[0] + c * sd[1];
+          const T* gp = g + n * sg[0] + c * sg[1];
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w) dp[h * sd[2] + w * sd[3]] = T(0);
+          for (int64_t oh = 0; oh < Ho; ++oh) {
+            if (th.fill[size_t(oh)]) continue;
+            const T* gr = gp + oh * sg[2];
+            T* r0 = dp + th.off0[size_t(oh)];
+            if (!p.bilinear) {
+              for (int64_t ow = 0; ow < Wo; ++ow)
+                if (!tw.fill[size_t(ow)]) r0[tw.off0[size_t(ow)]] += gr[ow * sg[3]];
+              continue;
+            }
+            T* r1 = dp + th.off1[size_t(oh)];
+            const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
+            for (int64_t ow = 0; ow < Wo; ++ow) {
+              const int64_t w0 = tw.off0[size_t(ow)], w1 = tw.off1[size_t(ow)];
+              const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
+              const T v = gr[ow * sg[3]];
+              r0[w0] += ha * wa * v;
+              r0[w1] += ha * wb * v;
+              r1[w0] += hb * wa * v;
+              r1[w1] += hb * wb * v;
+            }
+          }
         }
-        T* r1 = dp + th.off1[size_t(oh)];
-        const T ha = th.a[size_t(oh)], hb = th.b[size_t(oh)];
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w0 = tw.off0[size_t(ow)], w1 = tw.off1[size_t(ow)];
-          const T wa = tw.a[size_t(ow)], wb = tw.b[size_t(ow)];
-          const T v = gr[ow * sg[3]];
-          r0[w0] += ha * wa * v;
-          r0[w1] += ha * wb * v;
-          r1[w0] += hb * wa * v;
-          r1[w1] += hb * wb * v;
-        }
-      }
-    }
-  });
+      });
 }
 
 }  // namespace

@@ -73,8 +73,8 @@ bool resample_kernel_fits(const Tensor& x) {
 }
 
 /// x [N, C, H, W] resampled by p, channels-last or contiguous, with its gradient recorded.
-Tensor resample2d(const char* op, const Tensor& x, std::shared_ptr<const ResampleParams> p,
-                  bool cl) {
+Tensor resample2d(
+    const char* op, const Tensor& x, std::shared_ptr<const ResampleParams> p, bool cl) {
   const Shape shape{x.size(0), x.size(1), int64_t(p->h.i0.size()), int64_t(p->w.i0.size())};
   Tensor out = detail::empty_in_layout(shape, x.dtype(), x.device(), cl);
   if (out.numel() > 0) detail::resample2d_forward_kernel.get(x.device())(x, out, *p);
@@ -93,21 +93,28 @@ ResampleAxis pad_axis(int64_t n, int64_t before, int64_t after, const std::strin
   ResampleAxis a;
   if (before > 0 || after > 0) {
     if (mode == "reflect")
-      IGNIS_CHECK(before < n && after < n, ValueError,
-                  "[pad] reflect padding of {} and {} must be smaller than the dimension size {}",
-                  before, after, n);
+      IGNIS_CHECK(
+          before < n && after < n,
+          ValueError,
+          "[pad] reflect padding of {} and {} must be smaller than the dimension size {}",
+          before,
+          after,
+          n);
     else if (mode == "replicate")
       IGNIS_CHECK(n > 0, ValueError, "[pad] cannot replicate-pad an empty dimension");
     else if (mode != "constant")
-      throw ValueError("[pad] mode must be 'constant', 'reflect' or 'replicate', got '" + mode +
-                       "'");
+      throw ValueError(
+          "[pad] mode must be 'constant', 'reflect' or 'replicate', got '" + mode + "'");
   }
   for (int64_t o = 0; o < n + before + after; ++o) {
     int64_t i = o - before;
     if (i < 0 || i >= n) {
-      if (mode == "reflect") i = i < 0 ? -i : 2 * (n - 1) - i;
-      else if (mode == "replicate") i = std::clamp<int64_t>(i, 0, n - 1);
-      else i = -1;
+      if (mode == "reflect")
+        i = i < 0 ? -i : 2 * (n - 1) - i;
+      else if (mode == "replicate")
+        i = std::clamp<int64_t>(i, 0, n - 1);
+      else
+        i = -1;
     }
     a.i0.push_back(i);
   }

@@ -208,8 +208,9 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < H; ++h)
           for (int64_t d = 0; d < D; ++d)
-            ASSERT_EQ(t[size_t(((b * S + s) * H + h) * D + d)],
-                      src[size_t(((b * H + h) * S + s) * D + d)])
+            ASSERT_EQ(
+                t[size_t(((b * S + s) * H + h) * D + d)],
+                src[size_t(((b * H + h) * S + s) * D + d)])
                 << b << "," << s << "," << h << "," << d;
   }
   const Tensor row = make_input(random_values(D, -1, 1, 9), {1, D}, kFloat32);

@@ -94,9 +94,8 @@ std::pair<std::vector<double>, std::vector<double>> value_and_grad(
   return {values_of(y), values_of(x.grad())};
 }
 
-void expect_layouts_and_dtypes_agree(const std::string& what,
-                                     const std::function<Tensor(const Tensor&)>& fn,
-                                     const Shape& shape) {
+void expect_layouts_and_dtypes_agree(
+    const std::string& what, const std::function<Tensor(const Tensor&)>& fn, const Shape& shape) {
   SCOPED_TRACE(what);
   const Tensor x = random_tensor(shape, -1, 1, 5);
   const auto ref = value_and_grad(fn, x);
@@ -115,19 +114,44 @@ void expect_layouts_and_dtypes_agree(const std::string& what,
     }
   expect_gradcheck(what + " NCHW", [&](const auto& v) { return fn(v[0]); }, {x});
   if (shape.size() == 4)  // gradcheck perturbs a contiguous input: converted inside
-    expect_gradcheck(what + " channels-last",
-                     [&](const auto& v) { return fn(v[0].contiguous(kCL)); }, {x});
+    expect_gradcheck(
+        what + " channels-last", [&](const auto& v) { return fn(v[0].contiguous(kCL)); }, {x});
 }
 }  // namespace
 
 TEST(Pad, KernelLayoutsDtypesAndGradients) {
   for (std::string mode : {"constant", "reflect", "replicate"}) {
-    expect_layouts_and_dtypes_agree(mode + " 2-D", [&](const Tensor& x) { return F::pad(x, {2, 1, 3, 2}, mode, -0.25); }, {2, 5, 6, 7});
+    expect_layouts_and_dtypes_agree(
+        mode + " 2-D",
+        [&](const Tensor& x) {
+          return F::pad(x, {2, 1, 3, 2}, mode, -0.25);
+        },
+        {2, 5, 6, 7});
     // Crop one side, pad the other; pad the last dim only; tensors of 3 and 2 dims.
-    expect_layouts_and_dtypes_agree(mode + " crop", [&](const Tensor& x) { return F::pad(x, {-2, 3, 1, -1}, mode); }, {1, 3, 5, 6});
-    expect_layouts_and_dtypes_agree(mode + " last dim", [&](const Tensor& x) { return F::pad(x, {1, 2}, mode, 2.0); }, {2, 3, 4, 5});
-    expect_layouts_and_dtypes_agree(mode + " 3 dims", [&](const Tensor& x) { return F::pad(x, {1, 2, 2, 1}, mode); }, {3, 4, 5});
-    expect_layouts_and_dtypes_agree(mode + " 2 dims", [&](const Tensor& x) { return F::pad(x, {3, 0}, mode); }, {4, 5});
+    expect_layouts_and_dtypes_agree(
+        mode + " crop",
+        [&](const Tensor& x) {
+          return F::pad(x, {-2, 3, 1, -1}, mode);
+        },
+        {1, 3, 5, 6});
+    expect_layouts_and_dtypes_agree(
+        mode + " last dim",
+        [&](const Tensor& x) {
+          return F::pad(x, {1, 2}, mode, 2.0);
+        },
+        {2, 3, 4, 5});
+    expect_layouts_and_dtypes_agree(
+        mode + " 3 dims",
+        [&](const Tensor& x) {
+          return F::pad(x, {1, 2, 2, 1}, mode);
+        },
+        {3, 4, 5});
+    expect_layouts_and_dtypes_agree(
+        mode + " 2 dims",
+        [&](const Tensor& x) {
+          return F::pad(x, {3, 0}, mode);
+        },
+        {4, 5});
   }
   // Each padded value against the index arithmetic of the test above, on a channels-last
   // float32 input with more channels than one vector.
@@ -138,20 +162,29 @@ TEST(Pad, KernelLayoutsDtypesAndGradients) {
     for (int64_t i = 0; i < 7; ++i)
       for (int64_t j = 0; j < 8; ++j) {
         auto fix = [](int64_t v, int64_t n) { return v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v); };
-        ASSERT_EQ(yv[size_t((p * 7 + i) * 8 + j)], xv[size_t(p * 20 + fix(i - 1, 4) * 5 + fix(j - 2, 5))]);
+        ASSERT_EQ(
+            yv[size_t((p * 7 + i) * 8 + j)],
+            xv[size_t(p * 20 + fix(i - 1, 4) * 5 + fix(j - 2, 5))]);
       }
 }
 
 TEST(Interpolate, KernelLayoutsDtypesAndGradients) {
   for (std::string mode : {"nearest", "bilinear"}) {
-    expect_layouts_and_dtypes_agree(mode + " x2", [&](const Tensor& x) {
-      return F::interpolate(x, {.scale_factor = 2.0, .mode = mode});
-    }, {2, 3, 4, 5});
-    expect_layouts_and_dtypes_agree(mode + " down", [&](const Tensor& x) {
-      return F::interpolate(x, {.size = Size2{3, 7}, .mode = mode});
-    }, {1, 10, 5, 4});
+    expect_layouts_and_dtypes_agree(
+        mode + " x2",
+        [&](const Tensor& x) { return F::interpolate(x, {.scale_factor = 2.0, .mode = mode}); },
+        {2, 3, 4, 5});
+    expect_layouts_and_dtypes_agree(
+        mode + " down",
+        [&](const Tensor& x) {
+          return F::interpolate(x, {.size = Size2{3, 7}, .mode = mode});
+        },
+        {1, 10, 5, 4});
   }
-  expect_layouts_and_dtypes_agree("bilinear corners", [&](const Tensor& x) {
-    return F::interpolate(x, {.size = Size2{7, 9}, .mode = "bilinear", .align_corners = true});
-  }, {2, 3, 4, 5});
+  expect_layouts_and_dtypes_agree(
+      "bilinear corners",
+      [&](const Tensor& x) {
+        return F::interpolate(x, {.size = Size2{7, 9}, .mode = "bilinear", .align_corners = true});
+      },
+      {2, 3, 4, 5});
 }
