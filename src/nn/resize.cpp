@@ -1,6 +1,7 @@
-// nn::functional::pad and interpolate. Over the last two dims of float32/float64 tensors of
-// up to 4 dims, on a device with the resampling kernels (src/ops/nn_kernels.h: the CPU), one
-// kernel reads each output pixel from its source taps, forward and backward. Otherwise they
+// nn::functional::pad and interpolate. Over the last two dims of floating tensors of up to 4
+// dims, on a device with the resampling kernels (src/ops/nn_kernels.h: the CPU), one kernel
+// reads each output pixel from its source taps, forward and backward (16-bit floats in
+// float32). Otherwise they
 // are composed of differentiable ops (cat, narrow, index_select, expand, arithmetic), whose
 // gradients can also be differentiated again (create_graph); the kernels' cannot.
 #include <cmath>
@@ -65,12 +66,16 @@ namespace {
 using detail::ResampleAxis;
 using detail::ResampleParams;
 
-/// Whether pad and interpolate of x can take the resampling kernels.
+/// Whether pad and interpolate of x can take the resampling kernels (16-bit floats through
+/// float32: see is_16_bit).
 bool resample_kernel_fits(const Tensor& x) {
-  return (x.dtype() == kFloat32 || x.dtype() == kFloat64) &&
-         detail::resample2d_forward_kernel.has(x.device().type) &&
+  return is_floating(x.dtype()) && detail::resample2d_forward_kernel.has(x.device().type) &&
          detail::resample2d_backward_kernel.has(x.device().type);
 }
+
+/// bfloat16 and float16 inputs are resampled in float32 and rounded once at the end, as
+/// PyTorch computes them in float (the kernels see float32 or float64 only).
+bool is_16_bit(const Tensor& x) { return x.dtype() == kBFloat16 || x.dtype() == kFloat16; }
 
 /// x [N, C, H, W] resampled by p, channels-last or contiguous, with its gradient recorded.
 Tensor resample2d(
@@ -150,7 +155,8 @@ Tensor pad(const Tensor& x, const Shape& pads, const std::string& mode, double v
               "[pad] expected an even number of pads covering at most {} dims, got {}", x.dim(),
               detail::shape_str(pads));
   if (pads.size() <= 4 && x.dim() <= 4 && resample_kernel_fits(x))
-    return pad_with_kernel(x, pads, mode, value);
+    return is_16_bit(x) ? pad_with_kernel(x.to(kFloat32), pads, mode, value).to(x.dtype())
+                        : pad_with_kernel(x, pads, mode, value);
   Tensor out = x;
   for (size_t i = 0; i < pads.size() / 2; ++i)
     out = pad_dim(out, x.dim() - 1 - int64_t(i), pads[2 * i], pads[2 * i + 1], mode, value);
@@ -206,8 +212,11 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
     const double scale = o.scale_factor ? 1.0 / *o.scale_factor : double(in) / double(n);
     (k == 0 ? p->h : p->w) = resize_axis(in, n, scale, o);
   }
-  if (resample_kernel_fits(x) && x.size(2) > 0 && x.size(3) > 0)
-    return resample2d("interpolate", x, p, detail::is_channels_last(x));
+  if (resample_kernel_fits(x) && x.size(2) > 0 && x.size(3) > 0) {
+    const bool cl = detail::is_channels_last(x);
+    if (is_16_bit(x)) return resample2d("interpolate", x.to(kFloat32), p, cl).to(x.dtype());
+    return resample2d("interpolate", x, p, cl);
+  }
   return resize_dim(resize_dim(x, 2, p->h, p->bilinear), 3, p->w, p->bilinear);
 }
 

@@ -168,6 +168,40 @@ TEST(Pad, KernelLayoutsDtypesAndGradients) {
       }
 }
 
+TEST(Resample, Bf16AndHalfGoThroughFloat32) {
+  // 16-bit inputs go through float32: padding moves their values exactly, bilinear
+  // interpolation rounds the float32 result once; both keep the dtype, the layout and the
+  // gradient (checked against the float32 path).
+  const Tensor x = random_tensor({2, 9, 5, 6}, -1, 1, 12);
+  for (DType t : {kBFloat16, kFloat16})
+    for (bool cl : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " NCHW"));
+      const Tensor x16 = cl ? x.to(t).contiguous(kCL) : x.to(t);
+      const Tensor x32 = x16.to(kFloat32);
+      const auto fns = {std::function<Tensor(const Tensor&)>([](const Tensor& v) {
+                          return F::pad(v, {2, 1, 1, 3}, "reflect");
+                        }),
+                        std::function<Tensor(const Tensor&)>([](const Tensor& v) {
+                          return F::interpolate(v, {.size = Size2{9, 11}, .mode = "bilinear"});
+                        })};
+      for (const auto& fn : fns) {
+        const Tensor y = fn(x16);
+        EXPECT_EQ(y.dtype(), t);
+        EXPECT_EQ(y.is_contiguous(kCL), cl);
+        EXPECT_EQ(values_of(y), values_of(fn(x32).to(t)));
+        // An upstream gradient in eighths, exact in both dtypes, so the float32 gradients of
+        // the two paths are the same and the 16-bit one is their rounding.
+        std::vector<double> u = values_of(random_tensor(y.sizes(), -1, 1, 13));
+        for (double& v : u) v = std::round(v * 8) / 8;
+        const Tensor up = tensor(u, y.sizes());
+        Tensor a = x16.detach().requires_grad_(), b = x32.detach().requires_grad_();
+        fn(a).backward(up.to(t));
+        fn(b).backward(up.to(kFloat32));
+        EXPECT_EQ(values_of(a.grad()), values_of(b.grad().to(t)));
+      }
+    }
+}
+
 TEST(Interpolate, KernelLayoutsDtypesAndGradients) {
   for (std::string mode : {"nearest", "bilinear"}) {
     expect_layouts_and_dtypes_agree(
