@@ -178,12 +178,13 @@ TEST(Resample, Bf16AndHalfGoThroughFloat32) {
       SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " NCHW"));
       const Tensor x16 = cl ? x.to(t).contiguous(kCL) : x.to(t);
       const Tensor x32 = x16.to(kFloat32);
-      const auto fns = {std::function<Tensor(const Tensor&)>([](const Tensor& v) {
-                          return F::pad(v, {2, 1, 1, 3}, "reflect");
-                        }),
-                        std::function<Tensor(const Tensor&)>([](const Tensor& v) {
-                          return F::interpolate(v, {.size = Size2{9, 11}, .mode = "bilinear"});
-                        })};
+      const auto fns = {
+          std::function<Tensor(const Tensor&)>([](const Tensor& v) {
+            return F::pad(v, {2, 1, 1, 3}, "reflect");
+          }),
+          std::function<Tensor(const Tensor&)>([](const Tensor& v) {
+            return F::interpolate(v, {.size = Size2{9, 11}, .mode = "bilinear"});
+          })};
       for (const auto& fn : fns) {
         const Tensor y = fn(x16);
         EXPECT_EQ(y.dtype(), t);
