@@ -206,9 +206,10 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
   return c;
 }
 
-/// One NCHW plane's window rows for an output row: valid input rows h0, h0 + dh, ... < h1 at
-/// `row_stride` apart from `x`, and kw taps per row: output ow reads columns s * ow - pad + j * dw.
-struct MaxRowTaps {
+/// One NCHW plane's window rows for an output row (max and average pooling): valid input rows
+/// h0, h0 + dh, ... < h1 at `row_stride` apart from `x`, and kw taps per row: output ow reads
+/// columns s * ow - pad + j * dw.
+struct RowTaps {
   const float* x;
   int64_t W, h0, h1, dh, row_stride;
   int64_t s, dw, kw, pad;
@@ -233,7 +234,7 @@ struct MaxRowTaps {
 /// before it: those outputs are written twice, with the same values); every tap in the
 /// scalar loop's (h, w) order.
 [[gnu::target("avx2,fma")]] void max_row_avx2(
-    const MaxRowTaps& t, int64_t lo, int64_t hi, float* y, int64_t* ix) {
+    const RowTaps& t, int64_t lo, int64_t hi, float* y, int64_t* ix) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
   auto block = [&](int64_t ow) {
@@ -251,6 +252,36 @@ struct MaxRowTaps {
       }
     }
     store8(m, best, y + ow, ix + ow);
+  };
+  int64_t ow = lo;
+  for (; ow + 8 <= hi; ow += 8) block(ow);
+  if (ow < hi) block(hi - 8);
+}
+
+/// Average pooling's columns [lo, hi) of one NCHW output row (vector_columns, dilation 1),
+/// eight at a time as max_row_avx2 (the last block overlapping): each output's taps summed in
+/// double from 0 in the scalar loop's (h, w) order and divided by `divisor`, so the results
+/// are the scalar loop's to the bit.
+[[gnu::target("avx2,fma")]] void avg_row_avx2(
+    const RowTaps& t, int64_t lo, int64_t hi, double divisor, float* y) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
+  const __m256d div = _mm256_set1_pd(divisor);
+  auto block = [&](int64_t ow) {
+    const int64_t w0 = t.s * ow - t.pad;
+    const bool split = w0 + (t.kw - 1) * t.dw + 16 <= t.W;
+    __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+    for (int64_t h = t.h0; h < t.h1; h += t.dh) {
+      const float* row = t.x + h * t.row_stride;
+      for (int64_t kw = 0; kw < t.kw; ++kw) {
+        const __m256 v = load_strided(row + w0 + kw * t.dw, t.s, lanes, split);
+        sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+      }
+    }
+    const __m128 lo4 = _mm256_cvtpd_ps(_mm256_div_pd(sum_lo, div));
+    const __m128 hi4 = _mm256_cvtpd_ps(_mm256_div_pd(sum_hi, div));
+    _mm256_storeu_ps(y + ow, _mm256_set_m128(hi4, lo4));
   };
   int64_t ow = lo;
   for (; ow + 8 <= hi; ow += 8) block(ow);
@@ -456,7 +487,7 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
 #if defined(__x86_64__)
         if constexpr (std::is_same_v<T, float>)
           if (vector_rows) {
-            const MaxRowTaps taps{x.base, W, h0, h1, d[0], xs[2], s[1], d[1], k[1], pad[1]};
+            const RowTaps taps{x.base, W, h0, h1, d[0], xs[2], s[1], d[1], k[1], pad[1]};
             v0 = cols.lo, v1 = cols.hi;
             if (v1 > v0) max_row_avx2(taps, v0, v1, &y(oh, 0), &ix(oh, 0));
           }
@@ -648,8 +679,52 @@ void average_backward(const Tensor& go, const Tensor& gi, const Window& window) 
 // The window rules take the sizes as numbers read once: Tensor::size checks its argument,
 // which costs as much as a 4x4 window's sum when done per window.
 
+/// avg_pool2d's forward on NCHW float rows: the columns whose window lies inside the row go
+/// eight at a time (avg_row_avx2), the rest through the scalar window loop; the same values.
+/// Returns false (nothing done) where it does not apply.
+template <class T>
+bool avg_forward_rows(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
+    if (!cpu_has_avx2() || channels_inner(in, out) || in.stride(3) != 1 || out.stride(3) != 1)
+      return false;
+    const Pair2 s = *p.stride;
+    const InteriorColumns cols = vector_columns(W, Wo, p.kernel[1], s[1], p.padding[1], 1);
+    if (cols.hi == cols.lo) return false;
+    const int64_t rows = Ho;
+    for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
+      for (int64_t oh = 0; oh < rows; ++oh) {
+        const auto scalar_columns = [&](int64_t ow0, int64_t ow1) {
+          for (int64_t ow = ow0; ow < ow1; ++ow) {
+            const AvgWindow a = avg_window(oh, ow, H, W, p);
+            double sum = 0;
+            for (int64_t h = a.h0; h < a.h1; ++h)
+              for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
+            y(oh, ow) = a.h0 < a.h1 && a.w0 < a.w1 ? T(sum / a.divisor) : T(0);
+          }
+        };
+        // Every interior column of a row has the same rows, and so the same divisor.
+        const AvgWindow a = avg_window(oh, cols.lo, H, W, p);
+        if (a.h0 >= a.h1) {
+          scalar_columns(0, Wo);
+          continue;
+        }
+        const RowTaps taps{x.base, W, a.h0, a.h1, 1, x.sh, s[1], 1, p.kernel[1], p.padding[1]};
+        avg_row_avx2(taps, cols.lo, cols.hi, a.divisor, &y(oh, 0));
+        scalar_columns(0, cols.lo);
+        scalar_columns(cols.hi, Wo);
+      }
+    });
+    return true;
+  }
+#endif
+  return false;
+}
+
 template <class T>
 void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  if (avg_forward_rows<T>(in, out, p)) return;
   const int64_t H = in.size(2), W = in.size(3);
   average_forward<T, true>(
       in, out, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });

@@ -149,6 +149,31 @@ TEST(Pool2d, MaxAndAvgMatchWindowLoops) {
         }
 }
 
+TEST(Pool2d, AvgPoolVectorRowsMatchTheWindowLoopsExactly) {
+  // NCHW float32 rows take eight interior columns at a time, summing in double in the window
+  // loops' order: the results equal, to the bit, the channels-last loops', which sum each
+  // channel the same way (stride 1, 2 on even and odd rows, 3; padding counted or not; a
+  // divisor override; ceil mode's partial windows).
+  struct Case {
+    int64_t h, w;
+    Pool2dParams p;
+  };
+  const Case cases[] = {
+      {6, 40, pp({3, 3}, {1, 1}, {1, 1}, {1, 1}, false)},
+      {7, 44, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false)},
+      {7, 45, pp({3, 2}, {2, 2}, {1, 1}, {1, 1}, true)},
+      {5, 61, pp({2, 2}, {3, 3}, {0, 0}, {1, 1}, true, true, 3)},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(fmt::format("{}x{}", k.h, k.w));
+    const Shape xs{2, 3, k.h, k.w};
+    const Tensor x = make_nchw(random_values(numel_of(xs), -2, 2, 23), xs, kFloat32, false);
+    const Tensor nchw = detail::avg_pool2d_forward(x, k.p);
+    const Tensor cl = detail::avg_pool2d_forward(x.contiguous(MemoryFormat::channels_last), k.p);
+    EXPECT_EQ(values_of(nchw), values_of(cl));
+  }
+}
+
 TEST(Pool2d, MaxPoolTiesNaNAnd3dInput) {
   // A constant plane: every window's first element is its maximum.
   const Tensor x = ones({2, 4, 4});
