@@ -97,73 +97,9 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
 }
 
 #if defined(__x86_64__)
-/// The four taps of eight 2x2 windows, in tap order (row 0 left, row 0 right, row 1 left,
-/// row 1 right): stores the eight maxima, and their plane indices at0 + (tap >> 1) * W +
-/// (tap & 1) widened to int64, with the scalar max_step's take-if-greater-or-NaN rule. The
-/// indices are computed in int32 (callers check that a plane is below 2^31 elements).
-[[gnu::target("avx2,fma")]] inline void max8_2x2_avx2(__m256 a, __m256 b, __m256 c, __m256 d,
-                                                     __m256i at0, __m256i w_vec, float* y,
-                                                     int64_t* ix) {
-  __m256 m = a, tap = _mm256_castsi256_ps(_mm256_setzero_si256());
-  auto step = [&](__m256 v, int32_t id) {
-    const __m256 take =
-        _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    m = _mm256_blendv_ps(m, v, take);
-    tap = _mm256_blendv_ps(tap, _mm256_castsi256_ps(_mm256_set1_epi32(id)), take);
-  };
-  step(b, 1);
-  step(c, 2);
-  step(d, 3);
-  _mm256_storeu_ps(y, m);
-  const __m256i t = _mm256_castps_si256(tap);
-  __m256i at = _mm256_add_epi32(at0, _mm256_mullo_epi32(_mm256_srli_epi32(t, 1), w_vec));
-  at = _mm256_add_epi32(at, _mm256_and_si256(t, _mm256_set1_epi32(1)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(ix + 4),
-                      _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
-}
-
-/// Eight outputs per step: the even and odd columns of both rows are separated with shuffles,
-/// then the same take-if-greater-or-NaN sequence runs on vectors, tracking the tap number.
-/// Returns the first output it did not do (the scalar loop finishes the row).
-[[gnu::target("avx2,fma")]] int64_t max_row_2x2_avx2(const float* r0, const float* r1, float* y,
-                                                    int64_t* ix, int64_t Wo, int64_t base,
-                                                    int64_t W) {
-  auto split = [](const float* p, __m256& even, __m256& odd) {
-    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
-    even = _mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
-    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
-  };
-  const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
-  int64_t ow = 0;
-  for (; ow + 8 <= Wo; ow += 8) {
-    __m256 a, b, c, d;
-    split(r0 + 2 * ow, a, b);
-    split(r1 + 2 * ow, c, d);
-    // The first tap of output ow + k is at base + 2 * (ow + k).
-    const __m256i at0 = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
-    max8_2x2_avx2(a, b, c, d, at0, w_vec, y + ow, ix + ow);
-  }
-  return ow;
-}
-
-/// Channels-last: eight channels of one output pixel per step, from the four tap vectors.
-/// Returns the first channel it did not do.
-[[gnu::target("avx2,fma")]] int64_t max_pixel_2x2_avx2(const float* t0, const float* t1,
-                                                      const float* t2, const float* t3,
-                                                      float* y, int64_t* ix, int64_t C,
-                                                      int64_t at0, int64_t W) {
-  const __m256i w_vec = _mm256_set1_epi32(int32_t(W));
-  const __m256i base = _mm256_set1_epi32(int32_t(at0));
-  int64_t c = 0;
-  for (; c + 8 <= C; c += 8)
-    max8_2x2_avx2(_mm256_loadu_ps(t0 + c), _mm256_loadu_ps(t1 + c), _mm256_loadu_ps(t2 + c),
-                  _mm256_loadu_ps(t3 + c), base, w_vec, y + c, ix + c);
-  return c;
-}
+// The AVX2 kernels below are functions (and member functions) with the target attribute, not
+// lambdas: a lambda does not take its enclosing function's target, so intrinsics inside one
+// fail to build where the library's baseline is plain x86-64.
 
 /// max_step on eight floats: v (with plane indices `at`) replaces m (and best) where it is
 /// greater or NaN.
@@ -182,6 +118,64 @@ void max_row_2x2(const T* r0, const T* r1, T* y, int64_t* ix, int64_t ow0, int64
       reinterpret_cast<__m256i*>(ix), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best)));
   _mm256_storeu_si256(
       reinterpret_cast<__m256i*>(ix + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best, 1)));
+}
+
+/// The 16 floats from p split into their even and odd columns.
+[[gnu::target("avx2,fma")]] inline void split_even_odd(const float* p, __m256& even, __m256& odd) {
+  const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+}
+
+/// The four taps of eight 2x2 windows, in tap order (row 0 left, row 0 right, row 1 left,
+/// row 1 right), the first at plane indices at0: stores the eight maxima and their indices
+/// (max_step8's rule). The indices are computed in int32 (callers check that a plane is
+/// below 2^31 elements).
+[[gnu::target("avx2,fma")]] inline void max8_2x2_avx2(__m256 a, __m256 b, __m256 c, __m256 d,
+                                                     __m256i at0, int64_t W, float* y,
+                                                     int64_t* ix) {
+  const __m256i one = _mm256_set1_epi32(1), below = _mm256_add_epi32(at0, _mm256_set1_epi32(int32_t(W)));
+  __m256 m = a;  // the first tap: taken even when it is -inf
+  __m256i best = at0;
+  max_step8(b, _mm256_add_epi32(at0, one), m, best);
+  max_step8(c, below, m, best);
+  max_step8(d, _mm256_add_epi32(below, one), m, best);
+  store8(m, best, y, ix);
+}
+
+/// Eight outputs per step: the even and odd columns of both rows are separated with shuffles,
+/// then max8_2x2_avx2. Returns the first output it did not do (the scalar loop finishes the
+/// row).
+[[gnu::target("avx2,fma")]] int64_t max_row_2x2_avx2(const float* r0, const float* r1, float* y,
+                                                    int64_t* ix, int64_t Wo, int64_t base,
+                                                    int64_t W) {
+  const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  int64_t ow = 0;
+  for (; ow + 8 <= Wo; ow += 8) {
+    __m256 a, b, c, d;
+    split_even_odd(r0 + 2 * ow, a, b);
+    split_even_odd(r1 + 2 * ow, c, d);
+    // The first tap of output ow + k is at base + 2 * (ow + k).
+    const __m256i at0 = _mm256_add_epi32(_mm256_set1_epi32(int32_t(base + 2 * ow)), lane);
+    max8_2x2_avx2(a, b, c, d, at0, W, y + ow, ix + ow);
+  }
+  return ow;
+}
+
+/// Channels-last: eight channels of one output pixel per step, from the four tap vectors.
+/// Returns the first channel it did not do.
+[[gnu::target("avx2,fma")]] int64_t max_pixel_2x2_avx2(const float* t0, const float* t1,
+                                                      const float* t2, const float* t3,
+                                                      float* y, int64_t* ix, int64_t C,
+                                                      int64_t at0, int64_t W) {
+  const __m256i base = _mm256_set1_epi32(int32_t(at0));
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8)
+    max8_2x2_avx2(_mm256_loadu_ps(t0 + c), _mm256_loadu_ps(t1 + c), _mm256_loadu_ps(t2 + c),
+                  _mm256_loadu_ps(t3 + c), base, W, y + c, ix + c);
+  return c;
 }
 
 /// Channels-last, any window: eight channels of one output pixel per step over the window's
@@ -216,76 +210,93 @@ struct RowTaps {
 };
 
 /// Eight floats at p, p + s, ..., p + 7 s: one load for s = 1; for s = 2, when `split` (the
-/// 16 floats from p may be read), two loads and a split of even and odd columns; otherwise a
-/// gather of exactly those eight.
+/// 16 floats from p may be read), the even columns of split_even_odd; otherwise a gather of
+/// exactly those eight.
 [[gnu::target("avx2,fma")]] inline __m256 load_strided(
     const float* p, int64_t s, __m256i lanes, bool split) {
   if (s == 1) return _mm256_loadu_ps(p);
   if (s == 2 && split) {
-    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+    __m256 even, odd;
+    split_even_odd(p, even, odd);
+    return even;
   }
   return _mm256_i32gather_ps(p, lanes, 4);
 }
 
 /// Output columns [lo, hi) of one NCHW output row (vector_columns: their windows inside the
-/// row, hi - lo >= 8), eight at a time, the last eight ending at hi (overlapping the block
-/// before it: those outputs are written twice, with the same values); every tap in the
-/// scalar loop's (h, w) order.
-[[gnu::target("avx2,fma")]] void max_row_avx2(
-    const RowTaps& t, int64_t lo, int64_t hi, float* y, int64_t* ix) {
+/// row, hi - lo >= 8) in blocks of eight, the last block ending at hi (overlapping the one
+/// before it: those outputs are written twice, with the same values). For each block,
+/// acc.start(first) with the eight outputs' plane indices of their first tap, acc.tap(v, at)
+/// for every tap in the scalar loop's (h, w) order, then acc.finish(ow).
+template <class Acc>
+[[gnu::target("avx2,fma")]] inline void row_blocks(const RowTaps& t, int64_t lo, int64_t hi,
+                                                   Acc& acc) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
-  auto block = [&](int64_t ow) {
+  for (int64_t ow = lo;; ow += 8) {
+    if (ow + 8 > hi) ow = hi - 8;  // the last block ends at hi
     const int64_t w0 = t.s * ow - t.pad;
     // Stride 2 splits 16 loaded floats while the last tap's 16 stay inside the row.
     const bool split = w0 + (t.kw - 1) * t.dw + 16 <= t.W;
-    __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-    __m256i best = _mm256_add_epi32(_mm256_set1_epi32(int32_t(t.h0 * t.W + w0)), lanes);
+    acc.start(_mm256_add_epi32(_mm256_set1_epi32(int32_t(t.h0 * t.W + w0)), lanes));
     for (int64_t h = t.h0; h < t.h1; h += t.dh) {
       const float* row = t.x + h * t.row_stride;
       for (int64_t kw = 0; kw < t.kw; ++kw) {
         const int64_t w = w0 + kw * t.dw;
-        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(int32_t(h * t.W + w)), lanes);
-        max_step8(load_strided(row + w, t.s, lanes, split), at, m, best);
+        acc.tap(load_strided(row + w, t.s, lanes, split),
+                _mm256_add_epi32(_mm256_set1_epi32(int32_t(h * t.W + w)), lanes));
       }
     }
-    store8(m, best, y + ow, ix + ow);
-  };
-  int64_t ow = lo;
-  for (; ow + 8 <= hi; ow += 8) block(ow);
-  if (ow < hi) block(hi - 8);
+    acc.finish(ow);
+    if (ow + 8 >= hi) break;
+  }
 }
 
-/// Average pooling's columns [lo, hi) of one NCHW output row (vector_columns, dilation 1),
-/// eight at a time as max_row_avx2 (the last block overlapping): each output's taps summed in
-/// double from 0 in the scalar loop's (h, w) order and divided by `divisor`, so the results
-/// are the scalar loop's to the bit.
-[[gnu::target("avx2,fma")]] void avg_row_avx2(
-    const RowTaps& t, int64_t lo, int64_t hi, double divisor, float* y) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i lanes = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int32_t(t.s)));
-  const __m256d div = _mm256_set1_pd(divisor);
-  auto block = [&](int64_t ow) {
-    const int64_t w0 = t.s * ow - t.pad;
-    const bool split = w0 + (t.kw - 1) * t.dw + 16 <= t.W;
-    __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
-    for (int64_t h = t.h0; h < t.h1; h += t.dh) {
-      const float* row = t.x + h * t.row_stride;
-      for (int64_t kw = 0; kw < t.kw; ++kw) {
-        const __m256 v = load_strided(row + w0 + kw * t.dw, t.s, lanes, split);
-        sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-      }
-    }
+/// row_blocks' accumulator of max pooling: max_step8's rule.
+struct MaxOfTaps {
+  float* y;
+  int64_t* ix;
+  __m256 m;
+  __m256i best;
+  [[gnu::target("avx2,fma")]] void start(__m256i first) {
+    m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    best = first;  // a window of -inf keeps its first tap's index
+  }
+  [[gnu::target("avx2,fma")]] void tap(__m256 v, __m256i at) { max_step8(v, at, m, best); }
+  [[gnu::target("avx2,fma")]] void finish(int64_t ow) { store8(m, best, y + ow, ix + ow); }
+};
+
+/// row_blocks' accumulator of average pooling (dilation 1): each output's taps summed in
+/// double from 0 in the scalar loop's order and divided by `divisor`, so the results are the
+/// scalar loop's to the bit.
+struct MeanOfTaps {
+  float* y;
+  __m256d div;
+  __m256d sum_lo, sum_hi;
+  [[gnu::target("avx2,fma")]] void start(__m256i) { sum_lo = sum_hi = _mm256_setzero_pd(); }
+  [[gnu::target("avx2,fma")]] void tap(__m256 v, __m256i) {
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  }
+  [[gnu::target("avx2,fma")]] void finish(int64_t ow) {
     const __m128 lo4 = _mm256_cvtpd_ps(_mm256_div_pd(sum_lo, div));
     const __m128 hi4 = _mm256_cvtpd_ps(_mm256_div_pd(sum_hi, div));
     _mm256_storeu_ps(y + ow, _mm256_set_m128(hi4, lo4));
-  };
-  int64_t ow = lo;
-  for (; ow + 8 <= hi; ow += 8) block(ow);
-  if (ow < hi) block(hi - 8);
+  }
+};
+
+/// Max pooling's columns [lo, hi) of one NCHW output row (row_blocks).
+[[gnu::target("avx2,fma")]] void max_row_avx2(
+    const RowTaps& t, int64_t lo, int64_t hi, float* y, int64_t* ix) {
+  MaxOfTaps acc{y, ix, {}, {}};
+  row_blocks(t, lo, hi, acc);
+}
+
+/// Average pooling's columns [lo, hi) of one NCHW output row (row_blocks, dilation 1).
+[[gnu::target("avx2,fma")]] void avg_row_avx2(
+    const RowTaps& t, int64_t lo, int64_t hi, double divisor, float* y) {
+  MeanOfTaps acc{y, _mm256_set1_pd(divisor), {}, {}};
+  row_blocks(t, lo, hi, acc);
 }
 #endif
 
@@ -640,6 +651,17 @@ void avg_backward_cl(const Tensor& go, const Tensor& gi, const Window& window) {
   });
 }
 
+/// The average over window a of plane x, summed in double in (h, w) order. With
+/// kZeroIfEmpty, a window entirely in the padding (possible with ceil_mode) averages to 0.
+template <bool kZeroIfEmpty, class T>
+T window_average(Plane<T> x, const AvgWindow& a) {
+  if (kZeroIfEmpty && (a.h0 >= a.h1 || a.w0 >= a.w1)) return T(0);
+  double sum = 0;
+  for (int64_t h = a.h0; h < a.h1; ++h)
+    for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
+  return T(sum / a.divisor);
+}
+
 /// Average pooling forward for any window rule (see avg_forward_cl), planes or pixel rows.
 template <class T, bool kZeroIfEmpty, class Window>
 void average_forward(const Tensor& in, const Tensor& out, const Window& window) {
@@ -647,14 +669,8 @@ void average_forward(const Tensor& in, const Tensor& out, const Window& window) 
   const int64_t Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh)
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        const AvgWindow a = window(oh, ow);
-        double sum = 0;
-        for (int64_t h = a.h0; h < a.h1; ++h)
-          for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
-        // A window entirely in the padding (possible with ceil_mode) averages nothing.
-        y(oh, ow) = !kZeroIfEmpty || (a.h0 < a.h1 && a.w0 < a.w1) ? T(sum / a.divisor) : T(0);
-      }
+      for (int64_t ow = 0; ow < Wo; ++ow)
+        y(oh, ow) = window_average<kZeroIfEmpty>(x, window(oh, ow));
   });
 }
 
@@ -692,17 +708,11 @@ bool avg_forward_rows(const Tensor& in, const Tensor& out, const Pool2dParams& p
     const Pair2 s = *p.stride;
     const InteriorColumns cols = vector_columns(W, Wo, p.kernel[1], s[1], p.padding[1], 1);
     if (cols.hi == cols.lo) return false;
-    const int64_t rows = Ho;
     for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
-      for (int64_t oh = 0; oh < rows; ++oh) {
+      for (int64_t oh = 0; oh < Ho; ++oh) {
         const auto scalar_columns = [&](int64_t ow0, int64_t ow1) {
-          for (int64_t ow = ow0; ow < ow1; ++ow) {
-            const AvgWindow a = avg_window(oh, ow, H, W, p);
-            double sum = 0;
-            for (int64_t h = a.h0; h < a.h1; ++h)
-              for (int64_t w = a.w0; w < a.w1; ++w) sum += double(x(h, w));
-            y(oh, ow) = a.h0 < a.h1 && a.w0 < a.w1 ? T(sum / a.divisor) : T(0);
-          }
+          for (int64_t ow = ow0; ow < ow1; ++ow)
+            y(oh, ow) = window_average<true>(x, avg_window(oh, ow, H, W, p));
         };
         // Every interior column of a row has the same rows, and so the same divisor.
         const AvgWindow a = avg_window(oh, cols.lo, H, W, p);
