@@ -578,12 +578,6 @@ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dP
   return {h0, h1, w0, w1, div};
 }
 
-/// Whether both tensors hold channels contiguously (channels-last), so the average pools can
-/// take a pixel's C values as one vector instead of C planes of strided reads.
-bool channels_inner(const Tensor& a, const Tensor& b) {
-  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
-}
-
 /// Average pooling over channels-last tensors, for any window rule: window(oh, ow) gives an
 /// AvgWindow. For each output pixel the window's pixels are summed as rows of C contiguous
 /// values, in double and in the plane loops' (h, w) order (average_forward), so the results
@@ -665,7 +659,7 @@ T window_average(Plane<T> x, const AvgWindow& a) {
 /// Average pooling forward for any window rule (see avg_forward_cl), planes or pixel rows.
 template <class T, bool kZeroIfEmpty, class Window>
 void average_forward(const Tensor& in, const Tensor& out, const Window& window) {
-  if (channels_inner(in, out)) return avg_forward_cl<T, kZeroIfEmpty>(in, out, window);
+  if (detail::channels_inner(in, out)) return avg_forward_cl<T, kZeroIfEmpty>(in, out, window);
   const int64_t Ho = out.size(2), Wo = out.size(3);
   for_planes<T, T>(in, out, [&](Plane<T> x, Plane<T> y) {
     for (int64_t oh = 0; oh < Ho; ++oh)
@@ -677,7 +671,7 @@ void average_forward(const Tensor& in, const Tensor& out, const Window& window) 
 /// Average pooling backward for any window rule, planes or pixel rows.
 template <class T, class Window>
 void average_backward(const Tensor& go, const Tensor& gi, const Window& window) {
-  if (channels_inner(gi, go)) return avg_backward_cl<T>(go, gi, window);
+  if (detail::channels_inner(gi, go)) return avg_backward_cl<T>(go, gi, window);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)
@@ -703,7 +697,7 @@ bool avg_forward_rows(const Tensor& in, const Tensor& out, const Pool2dParams& p
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>) {
     const int64_t H = in.size(2), W = in.size(3), Ho = out.size(2), Wo = out.size(3);
-    if (!cpu_has_avx2() || channels_inner(in, out) || in.stride(3) != 1 || out.stride(3) != 1)
+    if (!cpu_has_avx2() || detail::channels_inner(in, out) || in.stride(3) != 1 || out.stride(3) != 1)
       return false;
     const Pair2 s = *p.stride;
     const InteriorColumns cols = vector_columns(W, Wo, p.kernel[1], s[1], p.padding[1], 1);

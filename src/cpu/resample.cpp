@@ -11,6 +11,7 @@
 
 #include "core/parallel.h"
 #include "cpu/loops.h"
+#include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {
@@ -19,24 +20,23 @@ namespace {
 
 using detail::ResampleParams;
 
-/// One axis's taps in the element type: source offsets (index times the tensor's stride, -1
-/// index kept as a flag) and the two weights.
+/// One axis's taps in the element type: source offsets (index times the tensor's stride;
+/// -1 where the output takes the fill value, as index -1 in ResampleAxis) and the two weights.
 template <class T>
 struct Taps {
   std::vector<int64_t> off0, off1;
-  std::vector<bool> fill;
   std::vector<T> a, b;  // weights of off0 and off1 (bilinear)
+  bool fills(int64_t i) const { return off0[size_t(i)] < 0; }
 };
 
 template <class T>
 Taps<T> taps_of(const detail::ResampleAxis& axis, int64_t stride, bool bilinear) {
   const size_t n = axis.i0.size();
   Taps<T> t;
-  t.off0.resize(n), t.fill.resize(n);
+  t.off0.resize(n);
   if (bilinear) t.off1.resize(n), t.a.resize(n), t.b.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    t.fill[i] = axis.i0[i] < 0;
-    t.off0[i] = t.fill[i] ? 0 : axis.i0[i] * stride;
+    t.off0[i] = axis.i0[i] < 0 ? -1 : axis.i0[i] * stride;
     if (bilinear) {
       t.off1[i] = axis.i1[i] * stride;
       t.b[i] = T(axis.w1[i]);
@@ -44,11 +44,6 @@ Taps<T> taps_of(const detail::ResampleAxis& axis, int64_t stride, bool bilinear)
     }
   }
   return t;
-}
-
-/// Whether both tensors hold each pixel's channels contiguously.
-bool channels_inner(const Tensor& a, const Tensor& b) {
-  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
 }
 
 template <class T>
@@ -59,14 +54,14 @@ void forward(const Tensor& in, const Tensor& out, const ResampleParams& p) {
   const T* x = static_cast<const T*>(in.data_ptr());
   T* y = static_cast<T*>(out.data_ptr());
   const T fill = T(p.fill);
-  if (channels_inner(in, out)) {
+  if (detail::channels_inner(in, out)) {
     // Pixel by pixel: each output pixel's C values from one or four source pixels.
     detail::parallel_for(
         0, N * Ho * Wo, std::max<int64_t>(1, detail::kGrainSize / C), [&](int64_t q0, int64_t q1) {
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t n = q / (Ho * Wo), oh = q / Wo % Ho, ow = q % Wo;
             T* o = y + n * so[0] + oh * so[2] + ow * so[3];
-            if (th.fill[size_t(oh)] || tw.fill[size_t(ow)]) {
+            if (th.fills(oh) || tw.fills(ow)) {
               std::fill_n(o, C, fill);
               continue;
             }
@@ -96,14 +91,14 @@ void forward(const Tensor& in, const Tensor& out, const ResampleParams& p) {
           T* yp = y + n * so[0] + c * so[1];
           for (int64_t oh = 0; oh < Ho; ++oh) {
             T* yr = yp + oh * so[2];
-            if (th.fill[size_t(oh)]) {
+            if (th.fills(oh)) {
               for (int64_t ow = 0; ow < Wo; ++ow) yr[ow * so[3]] = fill;
               continue;
             }
             const T* r0 = xp + th.off0[size_t(oh)];
             if (!p.bilinear) {
               for (int64_t ow = 0; ow < Wo; ++ow)
-                yr[ow * so[3]] = tw.fill[size_t(ow)] ? fill : r0[tw.off0[size_t(ow)]];
+                yr[ow * so[3]] = tw.fills(ow) ? fill : r0[tw.off0[size_t(ow)]];
               continue;
             }
             const T* r1 = xp + th.off1[size_t(oh)];
@@ -126,7 +121,7 @@ void backward(const Tensor& go, const Tensor& gi, const ResampleParams& p) {
   const Taps<T> th = taps_of<T>(p.h, sd[2], p.bilinear), tw = taps_of<T>(p.w, sd[3], p.bilinear);
   const T* g = static_cast<const T*>(go.data_ptr());
   T* d = static_cast<T*>(gi.data_ptr());
-  if (channels_inner(gi, go)) {
+  if (detail::channels_inner(gi, go)) {
     // Image by image: zero its gradient, then add every output pixel's row of C values.
     detail::parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n) {
@@ -134,9 +129,9 @@ void backward(const Tensor& go, const Tensor& gi, const ResampleParams& p) {
         for (int64_t h = 0; h < H; ++h)
           for (int64_t w = 0; w < W; ++w) std::fill_n(dn + h * sd[2] + w * sd[3], C, T(0));
         for (int64_t oh = 0; oh < Ho; ++oh) {
-          if (th.fill[size_t(oh)]) continue;
+          if (th.fills(oh)) continue;
           for (int64_t ow = 0; ow < Wo; ++ow) {
-            if (tw.fill[size_t(ow)]) continue;
+            if (tw.fills(ow)) continue;
             const T* gr = g + n * sg[0] + oh * sg[2] + ow * sg[3];
             T* r00 = dn + th.off0[size_t(oh)] + tw.off0[size_t(ow)];
             if (!p.bilinear) {
@@ -170,12 +165,12 @@ void backward(const Tensor& go, const Tensor& gi, const ResampleParams& p) {
           for (int64_t h = 0; h < H; ++h)
             for (int64_t w = 0; w < W; ++w) dp[h * sd[2] + w * sd[3]] = T(0);
           for (int64_t oh = 0; oh < Ho; ++oh) {
-            if (th.fill[size_t(oh)]) continue;
+            if (th.fills(oh)) continue;
             const T* gr = gp + oh * sg[2];
             T* r0 = dp + th.off0[size_t(oh)];
             if (!p.bilinear) {
               for (int64_t ow = 0; ow < Wo; ++ow)
-                if (!tw.fill[size_t(ow)]) r0[tw.off0[size_t(ow)]] += gr[ow * sg[3]];
+                if (!tw.fills(ow)) r0[tw.off0[size_t(ow)]] += gr[ow * sg[3]];
               continue;
             }
             T* r1 = dp + th.off1[size_t(oh)];

@@ -19,6 +19,13 @@ inline bool is_channels_last(const Tensor& t) {
          is_channels_last_contiguous_layout(t.sizes(), t.strides());
 }
 
+/// Whether two [N, C, H, W] tensors both hold each pixel's C values contiguously, so a kernel
+/// can take a pixel's channels as one vector instead of C planes of strided reads (the pooling
+/// and resampling kernels' channels-last walks).
+inline bool channels_inner(const Tensor& a, const Tensor& b) {
+  return a.size(1) > 1 && a.stride(1) == 1 && b.stride(1) == 1;
+}
+
 /// Whether the batch-norm kernels walk `input` (a kernel's argument, already in the layout the
 /// front end chose; `spatial` values per channel and sample) as rows of C channels: a
 /// channels-last tensor, or one with a single value per channel and sample (BatchNorm1d's
