@@ -17,83 +17,16 @@
 namespace ignis::nn::functional {
 
 namespace {
+using detail::ResampleAxis;
+using detail::ResampleParams;
+
 Tensor index_range(const std::vector<int64_t>& idx, Device device) {
   return tensor(idx).to(device);
 }
 
-/// Pads (or crops, for negative amounts) dimension d by `before` and `after`.
-Tensor pad_dim(const Tensor& x, int64_t d, int64_t before, int64_t after, const std::string& mode,
-               double value) {
-  Tensor t = x;
-  if (before < 0) t = t.narrow(d, -before, t.size(d) + before), before = 0;
-  if (after < 0) t = t.narrow(d, 0, t.size(d) + after), after = 0;
-  if (before == 0 && after == 0) return t;
-  const int64_t n = t.size(d);
-  std::vector<Tensor> parts;
-  auto constant_block = [&](int64_t len) {
-    Shape s = t.sizes();
-    s[size_t(d)] = len;
-    return full(s, value, TensorOptions(t.dtype(), t.device()));
-  };
-  if (mode == "constant") {
-    parts = {constant_block(before), t, constant_block(after)};
-  } else if (mode == "reflect") {
-    IGNIS_CHECK(before < n && after < n, ValueError,
-                "[pad] reflect padding of {} and {} must be smaller than the dimension size {}",
-                before, after, n);
-    std::vector<int64_t> left, right;
-    for (int64_t i = before; i >= 1; --i) left.push_back(i);
-    for (int64_t i = 1; i <= after; ++i) right.push_back(n - 1 - i);
-    parts = {index_select(t, d, index_range(left, t.device())), t,
-             index_select(t, d, index_range(right, t.device()))};
-  } else if (mode == "replicate") {
-    IGNIS_CHECK(n > 0, ValueError, "[pad] cannot replicate-pad an empty dimension");
-    Shape sb = t.sizes(), sa = t.sizes();
-    sb[size_t(d)] = before;
-    sa[size_t(d)] = after;
-    parts = {t.narrow(d, 0, 1).expand(sb), t, t.narrow(d, n - 1, 1).expand(sa)};
-  } else {
-    throw ValueError("[pad] mode must be 'constant', 'reflect' or 'replicate', got '" + mode + "'");
-  }
-  std::vector<Tensor> nonempty;
-  for (Tensor& p : parts)
-    if (p.size(d) > 0) nonempty.push_back(p);
-  return cat(nonempty, d);
-}
-}  // namespace
-
-namespace {
-using detail::ResampleAxis;
-using detail::ResampleParams;
-
-/// Whether pad and interpolate of x can take the resampling kernels (16-bit floats through
-/// float32: see is_16_bit).
-bool resample_kernel_fits(const Tensor& x) {
-  return is_floating(x.dtype()) && detail::resample2d_forward_kernel.has(x.device().type) &&
-         detail::resample2d_backward_kernel.has(x.device().type);
-}
-
-/// bfloat16 and float16 inputs are resampled in float32 and rounded once at the end, as
-/// PyTorch computes them in float (the kernels see float32 or float64 only).
-bool is_16_bit(const Tensor& x) { return x.dtype() == kBFloat16 || x.dtype() == kFloat16; }
-
-/// x [N, C, H, W] resampled by p, channels-last or contiguous, with its gradient recorded.
-Tensor resample2d(
-    const char* op, const Tensor& x, std::shared_ptr<const ResampleParams> p, bool cl) {
-  const Shape shape{x.size(0), x.size(1), int64_t(p->h.i0.size()), int64_t(p->w.i0.size())};
-  Tensor out = detail::empty_in_layout(shape, x.dtype(), x.device(), cl);
-  if (out.numel() > 0) detail::resample2d_forward_kernel.get(x.device())(x, out, *p);
-  if (detail::needs_grad({&x}))
-    detail::record(op, {out}, {x}, {}, [p, in_shape = x.sizes(), cl](const auto& g, const auto&) {
-      Tensor gi = detail::empty_in_layout(in_shape, g[0].dtype(), g[0].device(), cl);
-      if (gi.numel() > 0) detail::resample2d_backward_kernel.get(g[0].device())(g[0], gi, *p);
-      return std::vector<Tensor>{gi};
-    });
-  return out;
-}
-
 /// The source of each of the n + before + after positions of a padded dimension of size n
-/// (both pads non-negative): -1 for constant padding, as pad_dim's checks and modes.
+/// (both pads non-negative): -1 for constant padding. The one place pad's mode and the
+/// sizes it needs are checked, for the kernels and the composition alike.
 ResampleAxis pad_axis(int64_t n, int64_t before, int64_t after, const std::string& mode) {
   ResampleAxis a;
   if (before > 0 || after > 0) {
@@ -126,6 +59,61 @@ ResampleAxis pad_axis(int64_t n, int64_t before, int64_t after, const std::strin
   return a;
 }
 
+/// t with the negative amounts of a pad of its dim d applied as crops (narrow views); those
+/// amounts become 0.
+Tensor crop_negative(const Tensor& t, int64_t d, int64_t& before, int64_t& after) {
+  Tensor r = t;
+  if (before < 0) r = r.narrow(d, -before, r.size(d) + before), before = 0;
+  if (after < 0) r = r.narrow(d, 0, r.size(d) + after), after = 0;
+  return r;
+}
+
+/// Pads (or crops, for negative amounts) dimension d by `before` and `after`, composed of
+/// differentiable ops: pad_axis's sources gathered with index_select, or constant blocks
+/// joined with cat.
+Tensor pad_dim(const Tensor& x, int64_t d, int64_t before, int64_t after, const std::string& mode,
+               double value) {
+  const Tensor t = crop_negative(x, d, before, after);
+  if (before == 0 && after == 0) return t;
+  const ResampleAxis sources = pad_axis(t.size(d), before, after, mode);  // checks mode, sizes
+  if (mode != "constant") return index_select(t, d, index_range(sources.i0, t.device()));
+  auto constant_block = [&](int64_t len) {
+    Shape s = t.sizes();
+    s[size_t(d)] = len;
+    return full(s, value, TensorOptions(t.dtype(), t.device()));
+  };
+  std::vector<Tensor> nonempty;
+  for (Tensor p : {constant_block(before), t, constant_block(after)})
+    if (p.size(d) > 0) nonempty.push_back(p);
+  return cat(nonempty, d);
+}
+
+/// Whether pad and interpolate of x can take the resampling kernels (16-bit floats through
+/// float32: see is_16_bit).
+bool resample_kernel_fits(const Tensor& x) {
+  return is_floating(x.dtype()) && detail::resample2d_forward_kernel.has(x.device().type) &&
+         detail::resample2d_backward_kernel.has(x.device().type);
+}
+
+/// bfloat16 and float16 inputs are resampled in float32 and rounded once at the end, as
+/// PyTorch computes them in float (the kernels see float32 or float64 only).
+bool is_16_bit(const Tensor& x) { return x.dtype() == kBFloat16 || x.dtype() == kFloat16; }
+
+/// x [N, C, H, W] resampled by p, channels-last or contiguous, with its gradient recorded.
+Tensor resample2d(
+    const char* op, const Tensor& x, std::shared_ptr<const ResampleParams> p, bool cl) {
+  const Shape shape{x.size(0), x.size(1), int64_t(p->h.i0.size()), int64_t(p->w.i0.size())};
+  Tensor out = detail::empty_in_layout(shape, x.dtype(), x.device(), cl);
+  if (out.numel() > 0) detail::resample2d_forward_kernel.get(x.device())(x, out, *p);
+  if (detail::needs_grad({&x}))
+    detail::record(op, {out}, {x}, {}, [p, in_shape = x.sizes(), cl](const auto& g, const auto&) {
+      Tensor gi = detail::empty_in_layout(in_shape, g[0].dtype(), g[0].device(), cl);
+      if (gi.numel() > 0) detail::resample2d_backward_kernel.get(g[0].device())(g[0], gi, *p);
+      return std::vector<Tensor>{gi};
+    });
+  return out;
+}
+
 /// pad through the kernels: the last one or two dims of a tensor of at most 4 dims.
 Tensor pad_with_kernel(const Tensor& x, const Shape& pads, const std::string& mode, double value) {
   Tensor t = x;
@@ -133,8 +121,7 @@ Tensor pad_with_kernel(const Tensor& x, const Shape& pads, const std::string& mo
   for (size_t k = 0; k < pads.size() / 2; ++k) {
     const int64_t d = x.dim() - 1 - int64_t(k);
     int64_t before = pads[2 * k], after = pads[2 * k + 1];
-    if (before < 0) t = t.narrow(d, -before, t.size(d) + before), before = 0;
-    if (after < 0) t = t.narrow(d, 0, t.size(d) + after), after = 0;
+    t = crop_negative(t, d, before, after);
     amount[k][0] = before, amount[k][1] = after;
   }
   Tensor t4 = t;

@@ -168,6 +168,24 @@ TEST(Pad, KernelLayoutsDtypesAndGradients) {
       }
 }
 
+TEST(Pad, CompositionMatchesTheKernel) {
+  // Integer tensors and tensors of more than 4 dims take the composition of index_select and
+  // cat (pad_dim); its values equal the kernel's on the same data, for every mode, with crops.
+  const Tensor x = random_tensor({2, 3, 4, 5}, -100, 100, 14);
+  const Tensor xi = x.to(kInt64);
+  for (std::string mode : {"constant", "reflect", "replicate"}) {
+    SCOPED_TRACE(mode);
+    const Shape pads{2, -1, 3, 1};
+    const Tensor kernel = F::pad(xi.to(kFloat64), pads, mode, 7);
+    EXPECT_EQ(values_of(F::pad(xi, pads, mode, 7)), values_of(kernel));
+    const Tensor five = F::pad(x.unsqueeze(0), pads, mode, 7);  // 5 dims: the composition
+    EXPECT_EQ(values_of(five), values_of(F::pad(x, pads, mode, 7)));
+  }
+  const std::string report = autograd::gradcheck(
+      [](const auto& v) { return F::pad(v[0].unsqueeze(0), {1, 2, 2, 1}, "replicate"); }, {x});
+  EXPECT_TRUE(report.empty()) << report;
+}
+
 TEST(Resample, Bf16AndHalfGoThroughFloat32) {
   // 16-bit inputs go through float32: padding moves their values exactly, bilinear
   // interpolation rounds the float32 result once; both keep the dtype, the layout and the
