@@ -196,7 +196,8 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
   // Rows contiguous in both tensors but short take the prefetching row copy (Note [Copies of
   // short rows]): the attention-head swap [B, H, S, D] -> [B, S, H, D] in float32 (1,000+
   // rows: several blocks of rows and a last partial one, split over threads), int64, bf16
-  // and bool rows, a broadcast source, and rows of one element; each checked by its indices.
+  // and bool rows, a broadcast source; and a column of a matrix (a strided copy of one value
+  // per row, which is not a row copy); each checked by its indices.
   const int64_t B = 3, H = 7, S = 53, D = 9;
   const auto v = random_values(B * H * S * D, -100, 100, 8);
   for (DType dtype : {kFloat32, kInt64, kBFloat16, kBool}) {
@@ -216,7 +217,7 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
   const Tensor row = make_input(random_values(D, -1, 1, 9), {1, D}, kFloat32);
   const std::vector<double> r = values_of(row), e = values_of(row.expand({40, D}).contiguous());
   for (int64_t i = 0; i < 40 * D; ++i) ASSERT_EQ(e[size_t(i)], r[size_t(i % D)]) << i;
-  // Rows of one element: a column of a [37, 5] matrix, and a strided slice copied into it.
+  // A column of a [37, 5] matrix: coalesced to one strided dim, it takes the general walk.
   const Tensor m = make_input(random_values(37 * 5, -1, 1, 10), {37, 5}, kFloat32);
   const std::vector<double> mv = values_of(m);
   const std::vector<double> col = values_of(m.narrow(1, 2, 1).contiguous());
