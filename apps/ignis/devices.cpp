@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "openmp_wait.h"
 #include "options.h"
 
 namespace ignis_cli {
@@ -47,6 +48,7 @@ int run_devices() {
       "        {} hardware threads, {} OpenMP threads\n",
       std::thread::hardware_concurrency(),
       omp_get_max_threads());
+  fmt::print("        waiting threads: {}\n", openmp_wait_text());
   // Which library multiplies matrices matters as much as the thread count for CPU speed.
   fmt::print("        matrix products: {}\n", ignis::cpu_matmul_library());
   if (!ignis::cuda::is_built()) {
