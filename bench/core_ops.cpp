@@ -10,9 +10,9 @@
 // backward, channels-last average pooling, a transposing copy, cumsum along rows, the mean
 // over 4x4 planes, exp, tanh, exact GELU and logsumexp over rows of [4096,4096], the top 5
 // of each row of [4096,1000], a cat along dim 1, layers and steps outside the training rows
-// (max pooling, AdamW, bilinear upsampling, reflect padding, the attention-head permute, a
-// depthwise convolution), and a memcpy of 64 MB into another 64 MB buffer (the bandwidth
-// ceiling for the others).
+// (max pooling, 3x3 average pooling, AdamW, bilinear upsampling, reflect padding, the
+// attention-head permute, a depthwise convolution), and a memcpy of 64 MB into another 64 MB
+// buffer (the bandwidth ceiling for the others).
 // Each row: warm-up, then repeat until at least --min-time seconds (and 5 repetitions) have
 // passed; the reported time is the median repetition. Bytes count every read and write of
 // the minimal algorithm (inputs read once, outputs written once); FLOPs count arithmetic.
@@ -398,6 +398,23 @@ int main(int argc, char** argv) {
               x, {.kernel_size = {3, 3}, .stride = ignis::Size2{2, 2}, .padding = {1, 1}})
               .backward(g);
         });
+  }
+  // 3x3 stride-1 average pooling (Inception-style blocks) of [32,64,56,56], forward and
+  // backward, NCHW and channels-last.
+  for (const auto& [name, cl] :
+       {std::pair{"avg_pool3x3", false}, std::pair{"avg_pool3x3_cl", true}}) {
+    if (!wanted(o, name)) continue;
+    const auto fmt = cl ? ignis::MemoryFormat::channels_last : ignis::MemoryFormat::contiguous;
+    Tensor x = input({32, 64, 56, 56}, -1, 1).contiguous(fmt),
+           g = input({32, 64, 56, 56}, 1, -1).contiguous(fmt);
+    x.requires_grad_();
+    const double n = 32.0 * 64 * 56 * 56;
+    // Bytes: x read, y written; gradient read, x's gradient written. Flops: 9 adds each way.
+    row(o, name, "[32,64,56,56] f32, 3x3 s1 p1, fwd+bwd", 4 * n * F, 18 * n, [&] {
+      x.mutable_grad() = Tensor();
+      ignis::avg_pool2d(x, {.kernel_size = {3, 3}, .stride = ignis::Size2{1, 1}, .padding = {1, 1}})
+          .backward(g);
+    });
   }
   if (wanted(o, "adamw")) {
     std::vector<Tensor> params;

@@ -285,6 +285,19 @@ def main():
                 torch.nn.functional.max_pool2d(x, 3, 2, 1).backward(g)
         row(name, "[64,64,64,64] f32, 3x3 s2 p1, fwd+bwd", (n + n / 4 * 3 + n / 4 * 3 + n) * F,
             2.25 * n, pool)
+    for name, cl in (("avg_pool3x3", False), ("avg_pool3x3_cl", True)):
+        if not wanted(name):
+            continue
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = inp([32, 64, 56, 56], -1, 1).contiguous(memory_format=fmt).requires_grad_()
+        g = inp([32, 64, 56, 56], 1, -1).contiguous(memory_format=fmt)
+        n = 32.0 * 64 * 56 * 56
+
+        def avg_pool(x=x, g=g):
+            with torch.enable_grad():
+                x.grad = None
+                torch.nn.functional.avg_pool2d(x, 3, 1, 1).backward(g)
+        row(name, "[32,64,56,56] f32, 3x3 s1 p1, fwd+bwd", 4 * n * F, 18 * n, avg_pool)
     if wanted("adamw"):
         params = [inp([1024, 1024], -1, 1).requires_grad_() for _ in range(8)]
         for p in params:

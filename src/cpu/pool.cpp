@@ -4,7 +4,9 @@
 // 2.6 equivalent, and pooling is a small share of a CNN's time.
 // Tensors are 4-D [N, C, H, W] in any layout; loops address them through their strides and
 // run in parallel over (n, c) planes, so every plane is read and written by one thread
-// (backward accumulations into overlapping windows therefore need no atomics).
+// (backward accumulations into overlapping windows therefore need no atomics); channels-last
+// tensors run over pixels, and avg_pool2d's backward there gathers each input pixel's sum, so
+// its rows run in parallel with each value written by one thread.
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -12,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -578,11 +581,46 @@ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dP
   return {h0, h1, w0, w1, div};
 }
 
+// Channels-last average pooling runs along each pixel's channels in GCC vectors of 32 bytes,
+// a few vectors per block, so a block's running sums stay in registers across the window's
+// taps (a running row of C sums in memory took a load and a store per tap). GCC vectors
+// build for any x86-64 baseline (two SSE halves where AVX is absent).
+using Double4 [[gnu::vector_size(32)]] = double;
+template <class T>
+struct Lanes {
+  using Vector [[gnu::vector_size(32)]] = T;
+  static constexpr int64_t kCount = 32 / sizeof(T);
+};
+
+/// o[c] = T(sum of channel c of window a's pixels / divisor), for 4 * kVectors channels of x
+/// (pixel (h, w) at x + h * sh + w * sw): each channel sums in double in (h, w) order,
+/// starting from 0 as the plane loops do.
+template <int kVectors, class T>
+[[gnu::always_inline]] inline void average_channels(
+    const T* x, int64_t sh, int64_t sw, const AvgWindow& a, T* o) {
+  Double4 sum[kVectors] = {};
+  for (int64_t h = a.h0; h < a.h1; ++h)
+    for (int64_t w = a.w0; w < a.w1; ++w) {
+      const T* px = x + h * sh + w * sw;
+      // Widened element by element: GCC makes one vcvtps2pd of it, where
+      // __builtin_convertvector of a float vector went through halves and the stack.
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v)
+        sum[v] += Double4{
+            double(px[4 * v]), double(px[4 * v + 1]), double(px[4 * v + 2]), double(px[4 * v + 3])};
+    }
+#pragma GCC unroll 8
+  for (int v = 0; v < kVectors; ++v) {
+    const Double4 mean = sum[v] / a.divisor;
+    for (int i = 0; i < 4; ++i) o[4 * v + i] = T(mean[i]);
+  }
+}
+
 /// Average pooling over channels-last tensors, for any window rule: window(oh, ow) gives an
-/// AvgWindow. For each output pixel the window's pixels are summed as rows of C contiguous
-/// values, in double and in the plane loops' (h, w) order (average_forward), so the results
-/// are the plane loops' to the bit; with kZeroIfEmpty, a window with no pixels gives 0
-/// (avg_pool2d's rule; adaptive windows are never empty).
+/// AvgWindow. Each channel of an output pixel sums its window's pixels in double, in the plane
+/// loops' (h, w) order (average_forward), so the results are the plane loops' to the bit; with
+/// kZeroIfEmpty, a window with no pixels gives 0 (avg_pool2d's rule; adaptive windows are never
+/// empty).
 template <class T, bool kZeroIfEmpty, class Window>
 void avg_forward_cl(const Tensor& in, const Tensor& out, const Window& window) {
   const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
@@ -596,7 +634,6 @@ void avg_forward_cl(const Tensor& in, const Tensor& out, const Window& window) {
       N * Ho * Wo,
       std::max<int64_t>(1, detail::kGrainSize / per_pixel),
       [&](int64_t p0, int64_t p1) {
-        std::vector<double> sum(static_cast<size_t>(C));
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t n = p / (Ho * Wo), oh = p / Wo % Ho, ow = p % Wo;
           const AvgWindow a = window(oh, ow);
@@ -605,21 +642,25 @@ void avg_forward_cl(const Tensor& in, const Tensor& out, const Window& window) {
             std::fill_n(o, C, T(0));
             continue;
           }
-          std::fill(sum.begin(), sum.end(), 0.0);
-          for (int64_t h = a.h0; h < a.h1; ++h)
-            for (int64_t w = a.w0; w < a.w1; ++w) {
-              const T* row = x + n * si[0] + h * si[2] + w * si[3];
-              for (int64_t c = 0; c < C; ++c) sum[size_t(c)] += double(row[c]);
-            }
-          for (int64_t c = 0; c < C; ++c) o[c] = T(sum[size_t(c)] / a.divisor);
+          const T* xn = x + n * si[0];
+          int64_t c = 0;
+          for (; c + 32 <= C; c += 32) average_channels<8>(xn + c, si[2], si[3], a, o + c);
+          for (; c + 4 <= C; c += 4) average_channels<1>(xn + c, si[2], si[3], a, o + c);
+          for (; c < C; ++c) {
+            double sum = 0;
+            for (int64_t h = a.h0; h < a.h1; ++h)
+              for (int64_t w = a.w0; w < a.w1; ++w) sum += double(xn[c + h * si[2] + w * si[3]]);
+            o[c] = T(sum / a.divisor);
+          }
         }
       });
 }
 
-/// The backward of avg_forward_cl: each image's gradient zeroed, then every output pixel's
-/// share added to its window in (oh, ow) order, as the plane loops add them.
+/// The backward of avg_forward_cl for any window rule (adaptive pooling's): each image's
+/// gradient zeroed, then every output pixel's share added to its window in (oh, ow) order, as
+/// the plane loops add them.
 template <class T, class Window>
-void avg_backward_cl(const Tensor& go, const Tensor& gi, const Window& window) {
+void scatter_backward_cl(const Tensor& go, const Tensor& gi, const Window& window) {
   const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
   const int64_t Ho = go.size(2), Wo = go.size(3);
   const Shape &sg = go.strides(), &sd = gi.strides();
@@ -671,7 +712,7 @@ void average_forward(const Tensor& in, const Tensor& out, const Window& window) 
 /// Average pooling backward for any window rule, planes or pixel rows.
 template <class T, class Window>
 void average_backward(const Tensor& go, const Tensor& gi, const Window& window) {
-  if (detail::channels_inner(gi, go)) return avg_backward_cl<T>(go, gi, window);
+  if (detail::channels_inner(gi, go)) return scatter_backward_cl<T>(go, gi, window);
   const int64_t H = gi.size(2), W = gi.size(3), Ho = go.size(2), Wo = go.size(3);
   for_planes<T, T>(gi, go, [&](Plane<T> d, Plane<T> g) {
     for (int64_t h = 0; h < H; ++h)
@@ -734,8 +775,122 @@ void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
       in, out, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }
 
+/// The outputs [first, end) of a pooled dimension whose windows (kernel k, stride s, padding
+/// pad; out outputs) hold input position i: those with o * s - pad <= i < o * s - pad + k.
+std::pair<int64_t, int64_t> covering_outputs(
+    int64_t i, int64_t k, int64_t s, int64_t pad, int64_t out) {
+  const int64_t lowest = i + pad - k + 1;  // o * s must reach it
+  const int64_t first = lowest <= 0 ? 0 : (lowest + s - 1) / s;
+  return {first, std::min(out, (i + pad) / s + 1)};
+}
+
+/// share[c] = g[c] / divisor rounded to T, as the plane loops compute it (in double). For
+/// float with a divisor exact in float, the float division gives the same bits: a quotient
+/// rounded to double (53 >= 2 * 24 + 2 bits) and then to float is the quotient rounded to
+/// float (double rounding is innocuous for division at that width).
+template <class T>
+void divide_shares(const T* g, int64_t C, double divisor, T* share) {
+  if (std::is_same_v<T, float> && double(float(divisor)) == divisor) {
+    const T d = T(divisor);
+    for (int64_t c = 0; c < C; ++c) share[c] = g[c] / d;
+  } else {
+    for (int64_t c = 0; c < C; ++c) share[c] = T(double(g[c]) / divisor);
+  }
+}
+
+/// out[c] = the sum, from 0 in (row, ow) order, of channel c of the share pixels [ow0, ow1)
+/// of each of nrows rows (a row holds pixels C values apart; rows[r] + offset is the block's
+/// first channel), for kVectors vectors of channels.
+template <int kVectors, class T>
+[[gnu::always_inline]] inline void gather_channels(
+    const T* const* rows,
+    int64_t nrows,
+    int64_t offset,
+    int64_t ow0,
+    int64_t ow1,
+    int64_t C,
+    T* out) {
+  using Vector = typename Lanes<T>::Vector;
+  Vector acc[kVectors] = {};
+  for (int64_t r = 0; r < nrows; ++r)
+    for (int64_t ow = ow0; ow < ow1; ++ow) {
+      const T* share = rows[r] + offset + ow * C;
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) {
+        Vector x;
+        std::memcpy(&x, share + Lanes<T>::kCount * v, sizeof x);
+        acc[v] += x;
+      }
+    }
+  std::memcpy(out, acc, sizeof acc);
+}
+
+/// avg_pool2d's backward on channels-last tensors, as a gather: each input pixel adds the
+/// shares of the outputs whose windows hold it, in (oh, ow) order, which is the order in
+/// which the scatter of the plane loops (average_backward) adds them, so the bits are the
+/// same; every gradient value is written once, and rows of the images run in parallel. The
+/// shares of the output rows that an input row needs are kept in a ring of
+/// ceil(kernel / stride) rows, each computed once per thread.
+template <class T>
+void avg_backward_gather_cl(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+  const int64_t N = gi.size(0), C = gi.size(1), H = gi.size(2), W = gi.size(3);
+  const int64_t Ho = go.size(2), Wo = go.size(3);
+  const Pair2 s = *p.stride;
+  const int64_t ring_rows = (p.kernel[0] + s[0] - 1) / s[0];
+  const Shape &sg = go.strides(), &sd = gi.strides();
+  const T* g = static_cast<const T*>(go.data_ptr());
+  T* d = static_cast<T*>(gi.data_ptr());
+  // Each input column's outputs, found once (two integer divisions each).
+  std::vector<std::pair<int64_t, int64_t>> columns(static_cast<size_t>(W));
+  for (int64_t w = 0; w < W; ++w)
+    columns[size_t(w)] = covering_outputs(w, p.kernel[1], s[1], p.padding[1], Wo);
+  const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, W * C));
+  detail::parallel_for(0, N * H, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<T> ring(static_cast<size_t>(ring_rows * Wo * C));
+    std::vector<int64_t> ring_holds(static_cast<size_t>(ring_rows), -1);  // n * Ho + oh
+    std::vector<const T*> rows(static_cast<size_t>(ring_rows));
+    const auto share_row = [&](int64_t n, int64_t oh) {
+      const int64_t slot = oh % ring_rows;
+      T* row = ring.data() + slot * Wo * C;
+      if (ring_holds[size_t(slot)] != n * Ho + oh) {
+        ring_holds[size_t(slot)] = n * Ho + oh;
+        for (int64_t ow = 0; ow < Wo; ++ow)
+          divide_shares(
+              g + n * sg[0] + oh * sg[2] + ow * sg[3],
+              C,
+              avg_window(oh, ow, H, W, p).divisor,
+              row + ow * C);
+      }
+      return row;
+    };
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / H, h = r % H;
+      const auto [oh0, oh1] = covering_outputs(h, p.kernel[0], s[0], p.padding[0], Ho);
+      const int64_t nrows = std::max<int64_t>(0, oh1 - oh0);
+      for (int64_t i = 0; i < nrows; ++i) rows[size_t(i)] = share_row(n, oh0 + i);
+      for (int64_t w = 0; w < W; ++w) {
+        const auto [ow0, ow1] = columns[size_t(w)];
+        T* out = d + n * sd[0] + h * sd[2] + w * sd[3];
+        constexpr int64_t kLanes = Lanes<T>::kCount;
+        int64_t c = 0;
+        for (; c + 8 * kLanes <= C; c += 8 * kLanes)
+          gather_channels<8>(rows.data(), nrows, c, ow0, ow1, C, out + c);
+        for (; c + kLanes <= C; c += kLanes)
+          gather_channels<1>(rows.data(), nrows, c, ow0, ow1, C, out + c);
+        for (; c < C; ++c) {
+          T sum = 0;
+          for (int64_t i = 0; i < nrows; ++i)
+            for (int64_t ow = ow0; ow < ow1; ++ow) sum += rows[size_t(i)][ow * C + c];
+          out[c] = sum;
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
+  if (detail::channels_inner(gi, go)) return avg_backward_gather_cl<T>(go, gi, p);
   const int64_t H = gi.size(2), W = gi.size(3);
   average_backward<T>(go, gi, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }

@@ -149,11 +149,15 @@ TEST(Pool2d, MaxAndAvgMatchWindowLoops) {
         }
 }
 
-TEST(Pool2d, AvgPoolVectorRowsMatchTheWindowLoopsExactly) {
-  // NCHW float32 rows take eight interior columns at a time, summing in double in the window
-  // loops' order: the results equal, to the bit, the channels-last loops', which sum each
-  // channel the same way (stride 1, 2 on even and odd rows, 3; padding counted or not; a
-  // divisor override; ceil mode's partial windows).
+TEST(Pool2d, AvgPoolLayoutsAgreeToTheBit) {
+  // Forward: NCHW float32 rows take eight interior columns at a time, summing in double in the
+  // window loops' order; channels-last sums blocks of 16 channels the same way. Backward: NCHW
+  // planes scatter each output's share over its window; channels-last gathers each input
+  // pixel's shares (float division standing in for the planes' double one). Each pair must
+  // agree to the bit (stride 1, 2 on even and odd rows, 3 with windows that skip pixels;
+  // padding counted or not; divisor overrides, one not exact in float; ceil mode's partial
+  // windows), with channel counts of one partial block and of two full blocks and a partial
+  // one, and gradients of every magnitude down to shares below float's normal range.
   struct Case {
     int64_t h, w;
     Pool2dParams p;
@@ -163,15 +167,28 @@ TEST(Pool2d, AvgPoolVectorRowsMatchTheWindowLoopsExactly) {
       {7, 44, pp({3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false)},
       {7, 45, pp({3, 2}, {2, 2}, {1, 1}, {1, 1}, true)},
       {5, 61, pp({2, 2}, {3, 3}, {0, 0}, {1, 1}, true, true, 3)},
+      {6, 9, pp({3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, 7)},
+      {5, 8, pp({2, 2}, {1, 1}, {0, 0}, {1, 1}, false, true, 16777217)},  // not a float
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(fmt::format("{}x{}", k.h, k.w));
-    const Shape xs{2, 3, k.h, k.w};
-    const Tensor x = make_nchw(random_values(numel_of(xs), -2, 2, 23), xs, kFloat32, false);
-    const Tensor nchw = detail::avg_pool2d_forward(x, k.p);
-    const Tensor cl = detail::avg_pool2d_forward(x.contiguous(MemoryFormat::channels_last), k.p);
-    EXPECT_EQ(values_of(nchw), values_of(cl));
-  }
+  for (const Case& k : cases)
+    for (const int64_t channels : {3, 37}) {
+      SCOPED_TRACE(fmt::format("{}x{}, {} channels", k.h, k.w, channels));
+      const Shape xs{2, channels, k.h, k.w};
+      const Tensor x = make_nchw(random_values(numel_of(xs), -2, 2, 23), xs, kFloat32, false);
+      const Tensor nchw = detail::avg_pool2d_forward(x, k.p);
+      const Tensor xl = x.contiguous(MemoryFormat::channels_last);
+      const Tensor cl = detail::avg_pool2d_forward(xl, k.p);
+      EXPECT_EQ(values_of(nchw), values_of(cl));
+
+      std::vector<double> g = random_values(nchw.numel(), -3, 3, 24);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = std::ldexp(g[i], -int(i % 140));  // to 2^-140
+      const Tensor go = make_nchw(g, nchw.sizes(), kFloat32, false);
+      const Tensor planes = detail::avg_pool2d_backward(go, x, k.p);
+      const Tensor gathered =
+          detail::avg_pool2d_backward(go.contiguous(MemoryFormat::channels_last), xl, k.p);
+      EXPECT_TRUE(detail::is_channels_last(gathered));
+      EXPECT_EQ(values_of(planes), values_of(gathered));
+    }
 }
 
 TEST(Pool2d, MaxPoolTiesNaNAnd3dInput) {
