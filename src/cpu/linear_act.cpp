@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/allocator.h"
+#include "cpu/cpu_features.h"
 #include "cpu/relu_masked_weight.h"
 #include "cpu/small_gemm.h"
 #include "ops/linalg_kernels.h"
@@ -107,6 +108,7 @@ bool linear_backward(const detail::LinearBackward& a) {
   return true;
 }
 
+IGNIS_AVX2_BEGIN
 /// The masked gradient of rows [i0, i0 + R) (all n columns), their column sums added to db
 /// (if any). Rows are walked in order, R at a time, so that every stream is sequential and db
 /// is read and written once per R rows.
@@ -134,9 +136,10 @@ void relu_mask_rows(const float* g, const float* y, float* dz, float* db, int64_
       if (db) db[j] += dz[at];
     }
 }
+IGNIS_AVX2_END
 
 bool relu_mask_backward(const detail::ReluMaskBackward& a) {
-  if (a.dtype != kFloat32) return false;
+  if (a.dtype != kFloat32 || !cpu_has_avx2()) return false;
   const auto* g = static_cast<const float*>(a.g);
   const auto* y = static_cast<const float*>(a.y);
   auto* dz = static_cast<float*>(a.dz);

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "cpu/cpu_features.h"  // cpu_has_avx2
 #include "cpu/loops.h"
-#include "cpu/reduce_engine.h"  // cpu_has_avx2
-#include "ops/nn_common.h"      // is_channels_last
+#include "ops/nn_common.h"  // is_channels_last
 #include "ops/nn_kernels.h"
 
 namespace ignis::cpu {

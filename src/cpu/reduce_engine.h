@@ -11,13 +11,14 @@
 // Nothing here throws: it runs inside OpenMP regions.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <concepts>
 #include <vector>
 
-#include <omp.h>
-
 #include "core/parallel.h"
+#include "cpu/cpu_features.h"  // cpu_has_avx2
 #include "ops/reduce_kernels.h"
 
 namespace ignis::cpu {
@@ -96,18 +97,6 @@ template <class Op>
 concept HasRunFold = requires(const Op& op, const typename Op::In* x) {
   { op.fold_run(x, int64_t(0), int64_t(0)) } -> std::same_as<typename Op::Acc>;
 };
-
-/// True when the CPU runs AVX2 and FMA: hot loops compiled twice (baseline and
-/// [[gnu::target("avx2,fma")]]) pick their version with it, since the library is built for the
-/// baseline ISA.
-#if defined(__x86_64__) && defined(__GNUC__)
-inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-#else
-inline bool cpu_has_avx2() { return false; }
-#endif
 
 /// Folds a contiguous run through Op's lanes (see HasLanes): blocks of kFoldEvery * kL
 /// elements into kL lane partials, each block's lanes then folded into acc.

@@ -27,6 +27,7 @@ namespace {
 constexpr int64_t kMaxMaskedWeightFeatures = 48;
 constexpr int64_t kMaxMaskedWeightElems = int64_t(1) << 17;  // m * n of g (and of y)
 
+IGNIS_AVX2_BEGIN
 // ---- AVX2: 8 or 16 units, up to 5 features per pass -----------------------------------------
 constexpr int kFeaturesPerPass = 5;  // 2 x 5 accumulators + masks and sums: 15 of 16 registers
 
@@ -102,6 +103,8 @@ constexpr std::array<std::array<std::array<MaskedWeightBlock, kFeaturesPerPass>,
          masked_weight_blocks<2, true>(std::make_index_sequence<kFeaturesPerPass>())},
     }};
 
+IGNIS_AVX2_END
+
 // ---- AVX-512: 32 units, up to 12 features per pass ------------------------------------------
 constexpr int kFeaturesPerPass512 = 12;  // 2 x 12 accumulators + masks and sums: 29 of 32
 
@@ -170,7 +173,8 @@ constexpr std::array<std::array<MaskedWeightBlock, kFeaturesPerPass512>, 2> kMas
 }  // namespace
 
 bool relu_mask_weight_grad(const detail::ReluMaskWeightGrad& a) {
-  if (a.dtype != kFloat32 || a.k > kMaxMaskedWeightFeatures || a.m * a.n > kMaxMaskedWeightElems)
+  if (a.dtype != kFloat32 || a.k > kMaxMaskedWeightFeatures || a.m * a.n > kMaxMaskedWeightElems ||
+      !cpu_has_avx2())
     return false;
   int64_t j = 0;  // the next hidden unit
   if (use_avx512())

@@ -13,6 +13,10 @@
 #include "cpu/cpu_features.h"
 
 namespace ignis::cpu {
+
+// Everything down to small_sgemm is AVX2 code, reached only through a plan that
+// plan_small_sgemm made, which it makes only where cpu_has_avx2().
+IGNIS_AVX2_BEGIN
 namespace {
 
 constexpr int kMR = 6;   // rows of a register tile
@@ -350,9 +354,11 @@ void small_sgemm(const SmallGemm& g) {
   else
     all_tiles<kGeneral>(g, e);
 }
+IGNIS_AVX2_END
 
 SmallGemmPlan plan_small_sgemm(int64_t m, int64_t n, int64_t k, int64_t a_rs, int64_t b_cs) {
   SmallGemmPlan p;
+  if (!cpu_has_avx2()) return p;
   const bool thin = k <= kMaxThin || std::min(m, n) <= kMaxThin;
   if (!thin || double(m) * double(n) * double(k) > kMaxWork || std::max(m, n) < kNR || k > kMaxK)
     return p;

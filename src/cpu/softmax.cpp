@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "cpu/cpu_features.h"  // use_avx512
-#include "cpu/reduce_engine.h"  // cpu_has_avx2
+#include "cpu/cpu_features.h"  // cpu_has_avx2
 #include "kernels/convert.h"
 #include "kernels/unary_ops.h"  // Exp
 #include "ops/reduce_kernels.h"
