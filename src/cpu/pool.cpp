@@ -419,8 +419,9 @@ void max_forward_channels_last(
         }
       T* yo = y + q * C;
       int64_t* io = ix + q * C;
-      // The first valid tap is the default index: a window of -inf keeps it.
-      const int64_t first = h0 * W + w0;
+      // The first valid tap is the default index: a window of -inf keeps it; -1 for a
+      // window with no tap in the input (see max_forward).
+      const int64_t first = ntaps > 0 ? h0 * W + w0 : -1;
       int64_t c0 = 0;
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<T, float>)
@@ -486,8 +487,10 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
             int64_t w0 = ow * s[1] - pad[1];
             const int64_t w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, W);
             while (w0 < 0) w0 += d[1];
-            // The first valid tap is the default: a window of -inf keeps its index.
-            int64_t best = h0 * W + w0;
+            // The first valid tap is the default: a window of -inf keeps its index. A dilated
+            // window can miss the input altogether: -inf with index -1, which the backward
+            // skips (PyTorch stores an index past the tap, and its backward writes there).
+            int64_t best = h0 < h1 && w0 < w1 ? h0 * W + w0 : -1;
             T m = -std::numeric_limits<T>::infinity();
             for (int64_t h = h0; h < h1; h += d[0])
               for (int64_t w = w0; w < w1; w += d[1]) max_step(x(h, w), h * W + w, m, best);
@@ -500,7 +503,7 @@ void max_forward(const Tensor& in, const Tensor& out, const Tensor& idx, const P
         int64_t v0 = 0, v1 = 0;
 #if defined(__x86_64__)
         if constexpr (std::is_same_v<T, float>)
-          if (vector_rows) {
+          if (vector_rows && h0 < h1) {
             const RowTaps taps{x.base, W, h0, h1, d[0], xs[2], s[1], d[1], k[1], pad[1]};
             v0 = cols.lo, v1 = cols.hi;
             if (v1 > v0) max_row_avx2(taps, v0, v1, &y(oh, 0), &ix(oh, 0));
@@ -530,7 +533,8 @@ void max_backward_channels_last(const Tensor& go, const Tensor& idx, const Tenso
       std::fill(dn, dn + H * W * C, T(0));
       const int64_t q0 = n * Ho * Wo;
       for (int64_t q = q0; q < q0 + Ho * Wo; ++q)
-        for (int64_t c = 0; c < C; ++c) dn[ix[q * C + c] * C + c] += g[q * C + c];
+        for (int64_t c = 0; c < C; ++c)
+          if (const int64_t k = ix[q * C + c]; k >= 0) dn[k * C + c] += g[q * C + c];
     }
   });
 }
@@ -556,7 +560,7 @@ void max_backward(const Tensor& go, const Tensor& idx, const Tensor& gi) {
       for (int64_t oh = 0; oh < Ho; ++oh)
         for (int64_t ow = 0; ow < Wo; ++ow) {
           const int64_t k = ix(oh, ow);
-          d(k / W, k % W) += g(oh, ow);
+          if (k >= 0) d(k / W, k % W) += g(oh, ow);  // -1: a window with no tap
         }
     }
   });

@@ -568,7 +568,9 @@ __global__ void max_pool_forward(
     // The first valid tap is the default; a later value wins when greater, or NaN. 16-bit
     // values compare as float (exactly: the maximum is one of them).
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    int64_t best = h0 * W + w0;
+    // A dilated window can miss the input altogether: -inf with index -1, which the backward
+    // skips (src/cpu/pool.cpp, max_forward).
+    int64_t best = h0 < h1 && w0 < w1 ? h0 * W + w0 : -1;
     C m = -INFINITY;
     const T* xp = x + xd.plane(n, c);
     for (int64_t h = h0; h < h1; h += p.dh)
@@ -608,6 +610,7 @@ __global__ void max_pool_backward(
     int64_t n, c, oh, ow;
     gd.coords(i, n, c, oh, ow);
     const int64_t k = ix[id.plane(n, c) + id.at(oh, ow)];
+    if (k < 0) continue;  // a window with no tap in the input
     T* to = gi + xd.plane(n, c) + xd.at(k / xd.w, k % xd.w);
     if constexpr (sizeof(T) == 2)
       *to = g[gd.plane(n, c) + gd.at(oh, ow)];

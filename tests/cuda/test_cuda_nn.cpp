@@ -406,6 +406,25 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
         EXPECT_TRUE(testing::equals_cpu(vg, vc)) << "max_pool2d values " << dtype_name(t);
         EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "max_pool2d indices " << dtype_name(t);
       }
+  // Dilated windows that miss the input altogether (taps at rows -1 and 2 of a 2-row input;
+  // at -1 and 1 of a 1x1 one): -inf and index -1 on both devices, no gradient from them.
+  const std::pair<Shape, Pool2dOptions> missing_cases[] = {
+      {{2, 3, 2, 5},
+       {.kernel_size = {2, 2}, .stride = Size2{1, 1}, .padding = {2, 1}, .dilation = {3, 2}}},
+      {{1, 3, 1, 1},
+       {.kernel_size = {2, 2}, .stride = Size2{1, 1}, .padding = {1, 1}, .dilation = {2, 2}}},
+  };
+  for (const auto& [shape, o] : missing_cases)
+    for (DType t : {kFloat32, kFloat64})
+      for (bool cl : {false, true}) {
+        const Tensor xs = random_tensor(shape, -1, 1, 21);
+        const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
+        expect_like_cpu("max_pool2d, windows missing the input", fn, {xs}, t, cl);
+        const auto [vc, ic] = max_pool2d_with_indices(leaf(xs, Device::cpu(), t, cl), o);
+        const auto [vg, ig] = max_pool2d_with_indices(leaf(xs, kGpu, t, cl), o);
+        EXPECT_TRUE(testing::equals_cpu(vg, vc)) << "values, windows missing the input";
+        EXPECT_TRUE(testing::equals_cpu(ig, ic)) << "indices, windows missing the input";
+      }
   // Ties: a constant input picks the first tap of every window on both devices.
   const Tensor flat = zeros({1, 2, 6, 6});
   const auto [vc, ic] =

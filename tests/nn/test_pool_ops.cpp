@@ -1,6 +1,7 @@
 // Tests of max/avg/adaptive-avg pooling (forward and backward) against float64 window loops
 // written here (PyTorch's window and divisor rules), NCHW and channels-last, float32 and
-// float64; max-pool ties and indices; finite differences; error messages.
+// float64; max-pool ties and indices (-1 for a window with no tap in the input); finite
+// differences; error messages.
 #include <cmath>
 #include <limits>
 
@@ -55,6 +56,11 @@ const PoolCase kPoolCases[] = {
     {"k3s1p1_wide", 1, 10, 4, 40, pp({3, 3}, {1, 1}, {1, 1}, {1, 1}, false)},
     {"k2s3_wide", 2, 9, 5, 61, pp({2, 2}, {3, 3}, {0, 0}, {1, 1}, true)},
     {"dilated_wide", 1, 17, 7, 50, pp({3, 2}, {1, 2}, {1, 1}, {2, 3}, false)},
+    // Dilated windows that miss the input altogether (taps at rows -1 and 2 of a 2-row input;
+    // at -1 and 1 of a 1-row one): -inf, index -1, and no gradient anywhere from them.
+    {"dilated_misses", 2, 3, 2, 5, pp({2, 2}, {1, 1}, {2, 1}, {3, 2}, false)},
+    {"dilated_misses_wide", 1, 9, 2, 40, pp({2, 3}, {1, 1}, {2, 1}, {3, 1}, false)},
+    {"dilated_outside", 1, 3, 1, 2, pp({2, 2}, {1, 1}, {1, 1}, {2, 2}, false)},
 };
 
 struct PoolRef {
@@ -84,7 +90,7 @@ PoolRef ref_pool(const PoolCase& k, bool is_max, const std::vector<double>& x,
           }
         if (is_max) {
           r.out.push_back(best), r.idx.push_back(bi);
-          r.gi[size_t(pl * k.h * k.w + bi)] += g;
+          if (bi >= 0) r.gi[size_t(pl * k.h * k.w + bi)] += g;
           continue;
         }
         // Divisor: the window clipped to the padded input (count_include_pad), or the valid taps.
