@@ -10,9 +10,12 @@ namespace ignis::cpu {
 
 /// Whether AVX-512 kernels run: the CPU has AVX-512F and IGNIS_CPU_NO_AVX512 is unset (CTest
 /// runs the kernels' tests again with it set, so the AVX2 versions are tested on machines
-/// that have both).
+/// that have both). Only in builds whose baseline has FMA (x86-64-v3 and up): an AVX-512 copy
+/// fuses a * b + c into one rounding as such a baseline does, so the two give the same bits;
+/// beside a plain x86-64 baseline (two roundings) a fused op and its composition would differ
+/// in the last bit.
 inline bool use_avx512() {
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__FMA__)
   static const bool on =
       __builtin_cpu_supports("avx512f") && std::getenv("IGNIS_CPU_NO_AVX512") == nullptr;
   return on;
