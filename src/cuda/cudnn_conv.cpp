@@ -667,7 +667,10 @@ void conv_forward(
     return;
   }
   const Tensor xe = zero_extend(x, input_extension(p));
-  const bool cl = ignis::detail::is_channels_last(y);
+  // The buffer takes the call's layout as Descs reads it (either operand channels-last): y
+  // alone says "NCHW" when its 1x1 planes leave its layout ambiguous, and a buffer grown from
+  // it beside a channels-last input would mix the two layouts in one cuDNN call.
+  const bool cl = ignis::detail::is_channels_last(xe) || ignis::detail::is_channels_last(y);
   Tensor full = ignis::detail::empty_in_layout(
       {y.size(0),
        y.size(1),
@@ -691,7 +694,7 @@ void conv_backward_input(
   }
   if (symmetric(p)) return backward_data(gy, w, gx, p);
   const auto extra = input_extension(p);
-  const bool cl = ignis::detail::is_channels_last(gx);
+  const bool cl = ignis::detail::is_channels_last(gy) || ignis::detail::is_channels_last(gx);
   Tensor gxe = ignis::detail::empty_in_layout(
       {gx.size(0), gx.size(1), gx.size(2) + extra[0], gx.size(3) + extra[1]},
       gx.dtype(),
