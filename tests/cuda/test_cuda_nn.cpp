@@ -414,10 +414,11 @@ TEST(CudaNn, PoolingForwardAndBackwardMatchTheCpu) {
       {{1, 3, 1, 1},
        {.kernel_size = {2, 2}, .stride = Size2{1, 1}, .padding = {1, 1}, .dilation = {2, 2}}},
   };
-  for (const auto& [shape, o] : missing_cases)
+  for (const auto& missing : missing_cases)
     for (DType t : {kFloat32, kFloat64})
       for (bool cl : {false, true}) {
-        const Tensor xs = random_tensor(shape, -1, 1, 21);
+        const Pool2dOptions& o = missing.second;  // a named reference: lambdas capture it
+        const Tensor xs = random_tensor(missing.first, -1, 1, 21);
         const Fn fn = [&](const std::vector<Tensor>& v) { return max_pool2d(v[0], o); };
         expect_like_cpu("max_pool2d, windows missing the input", fn, {xs}, t, cl);
         const auto [vc, ic] = max_pool2d_with_indices(leaf(xs, Device::cpu(), t, cl), o);
