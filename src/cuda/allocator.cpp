@@ -81,8 +81,11 @@ class DeviceMemory final : public EventsOnStreams {
 class PinnedMemory final : public EventsOnStreams {
  public:
   void* allocate(size_t n) override {
+    // On a device that has a context (Note [Devices without a context]); portable, so every
+    // device's copies treat the memory as pinned whichever device allocated it.
+    DeviceGuard guard(device_with_context());
     void* p = nullptr;
-    const cudaError_t err = cudaHostAlloc(&p, n, cudaHostAllocDefault);
+    const cudaError_t err = cudaHostAlloc(&p, n, cudaHostAllocPortable);
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       return nullptr;
@@ -90,7 +93,10 @@ class PinnedMemory final : public EventsOnStreams {
     IGNIS_CUDA_CHECK(err, "pin_memory");
     return p;
   }
-  void release(void* p, size_t) override { IGNIS_CUDA_CHECK(cudaFreeHost(p), "pin_memory"); }
+  void release(void* p, size_t) override {
+    DeviceGuard guard(device_with_context());
+    IGNIS_CUDA_CHECK(cudaFreeHost(p), "pin_memory");
+  }
   size_t free_bytes() override { return 0; }  // not known for host memory
 };
 

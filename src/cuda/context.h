@@ -17,7 +17,8 @@ void require_device(int index, const char* op);
 /// The current device, checked (DeviceError when there is none).
 int checked_current_device(const char* op);
 
-/// Makes a device current for a scope (a no-op when it already is), restoring the previous.
+/// Makes a device current for a scope (a no-op when it already is), restoring the previous
+/// one when that device has a context already (Note [Devices without a context]).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int index);
@@ -28,6 +29,15 @@ class DeviceGuard {
  private:
   int previous_ = -1;
 };
+
+/// Whether device `index` has its primary context already (making it current would not
+/// create one); true when the driver cannot say.
+bool has_primary_context(int index);
+
+/// The current device when it has a context, else the first device that has one, else the
+/// current device: where host-side CUDA work (pinned allocations) can run without creating a
+/// context on a GPU the program does not use.
+int device_with_context();
 
 /// This thread's current stream of device (Ignis's compute stream unless another was set).
 cudaStream_t current_cuda_stream(int device);

@@ -2,11 +2,12 @@
 // and the errors every CUDA call turns into. Any error from cudaGetDeviceCount (no driver,
 // "CUDA driver version is insufficient", no device) means "no GPU" for the queries, never an
 // exception or a crash; ops that need a device throw DeviceError with that reason.
+#include <cublasLt.h>
+#include <cuda.h>  // the driver's types, for its entry points (no driver library is linked)
+
 #include <atomic>
 #include <cstring>
 #include <string>
-
-#include <cublasLt.h>
 #if IGNIS_HAVE_CUDNN
 #include <cudnn.h>
 #endif
@@ -135,6 +136,54 @@ int checked_current_device(const char* op) {
   return d;
 }
 
+// Note [Devices without a context]
+// A thread starts with device 0 current, and cudaSetDevice creates the device's primary
+// context (hundreds of MB of GPU memory) if it has none. A guard that restored device 0 after
+// an op on cuda:1 would so put a context on GPU 0 in every process that only uses cuda:1 (each
+// rank of a one-GPU-per-process job, through its data loader threads), and in
+// exclusive-process compute mode make every process after the first fail. So the guard
+// restores the previous device only when that device has a context already, and leaves the
+// thread on its own device otherwise, as PyTorch does; pinned host memory is allocated with a
+// device that has one. The driver's cuDevicePrimaryCtxGetState answers, reached through the
+// runtime's entry-point lookup (Ignis does not link the driver library).
+namespace {
+using PrimaryContextState = CUresult (*)(CUdevice, unsigned int*, int*);
+PrimaryContextState primary_context_state() {
+  static const PrimaryContextState fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(
+            "cuDevicePrimaryCtxGetState", &p, CUDART_VERSION, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return PrimaryContextState(nullptr);
+    }
+    return reinterpret_cast<PrimaryContextState>(p);
+  }();
+  return fn;
+}
+}  // namespace
+
+bool has_primary_context(int index) {
+  const PrimaryContextState state = primary_context_state();
+  if (state == nullptr) return true;
+  unsigned int flags = 0;
+  int active = 0;
+  return state(CUdevice(index), &flags, &active) != CUDA_SUCCESS || active != 0;
+}
+
+int device_with_context() {
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) return 0;
+  if (has_primary_context(current)) return current;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  for (int d = 0; d < count; ++d)
+    if (has_primary_context(d)) return d;
+  return current;
+}
+
 DeviceGuard::DeviceGuard(int index) {
   int cur = 0;
   IGNIS_CUDA_CHECK(cudaGetDevice(&cur), "device guard");
@@ -145,7 +194,8 @@ DeviceGuard::DeviceGuard(int index) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) cudaSetDevice(previous_);  // cannot fail for a device that was current
+  // Cannot fail for a device that was current; skipped where it would create a context.
+  if (previous_ >= 0 && has_primary_context(previous_)) cudaSetDevice(previous_);
 }
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* op, const char* file,

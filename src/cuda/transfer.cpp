@@ -64,7 +64,11 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
     }
     return;
   }
-  // Two devices (the same device never comes here: copy_kernel handles it).
+  // Two devices (the same device never comes here: copy_kernel handles it). Not inside a
+  // capture: the destination would come from the other device's general pool (only the
+  // capturing device routes to the graph's pool), and the events would pull that device's
+  // shared compute stream into the capture.
+  ignis::detail::refuse_during_capture(kOp, "copies between two GPUs");
   require_device(sd.index, kOp);
   require_device(dd.index, kOp);
   cudaStream_t src_stream = current_cuda_stream(sd.index);
