@@ -16,7 +16,9 @@ run_devices() {
     "$bin" devices 2>&1 >/dev/null)
   devices=$(env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$@" "$bin" devices)
 }
-loads() { echo "$display" | grep -c 'OPENMP DISPLAY ENVIRONMENT BEGIN' || true; }
+# Loads of GNU's runtime: its display has one GOMP_SPINCOUNT line (LLVM's libomp, which the
+# sanitizer builds load beside it, prints its own block without one).
+loads() { echo "$display" | grep -c "^  GOMP_SPINCOUNT = " || true; }
 last_spin() { echo "$display" | sed -n "s/^  GOMP_SPINCOUNT = '\(.*\)'$/\1/p" | tail -n 1; }
 
 run_devices
