@@ -22,6 +22,7 @@
 #include "core/parallel.h"
 #include "cpu/cpu_features.h"  // cpu_has_avx2
 #include "cpu/loops.h"
+#include "kernels/pool_windows.h"
 #include "ops/nn_common.h"  // is_channels_last
 #include "ops/nn_kernels.h"
 
@@ -439,8 +440,8 @@ void max_forward_channels_last(
   });
 }
 
-/// The output columns [lo, hi) of an NCHW max-pool row that max_row_avx2 takes: those whose
-/// window lies inside the row, when there are at least 8 (else none: lo == hi).
+/// The output columns [lo, hi) of an NCHW pooling row that max_row_avx2 and avg_row_avx2 take:
+/// those whose window lies inside the row, when there are at least 8 (else none: lo == hi).
 struct InteriorColumns {
   int64_t lo, hi;
 };
@@ -779,27 +780,19 @@ void avg_forward(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
       in, out, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }
 
-/// The outputs [first, end) of a pooled dimension whose windows (kernel k, stride s, padding
-/// pad; out outputs) hold input position i: those with o * s - pad <= i < o * s - pad + k.
-std::pair<int64_t, int64_t> covering_outputs(
-    int64_t i, int64_t k, int64_t s, int64_t pad, int64_t out) {
-  const int64_t lowest = i + pad - k + 1;  // o * s must reach it
-  const int64_t first = lowest <= 0 ? 0 : (lowest + s - 1) / s;
-  return {first, std::min(out, (i + pad) / s + 1)};
-}
-
 /// share[c] = g[c] / divisor rounded to T, as the plane loops compute it (in double). For
 /// float with a divisor exact in float, the float division gives the same bits: a quotient
 /// rounded to double (53 >= 2 * 24 + 2 bits) and then to float is the quotient rounded to
 /// float (double rounding is innocuous for division at that width).
 template <class T>
 void divide_shares(const T* g, int64_t C, double divisor, T* share) {
-  if (std::is_same_v<T, float> && double(float(divisor)) == divisor) {
-    const T d = T(divisor);
-    for (int64_t c = 0; c < C; ++c) share[c] = g[c] / d;
-  } else {
-    for (int64_t c = 0; c < C; ++c) share[c] = T(double(g[c]) / divisor);
-  }
+  if constexpr (std::is_same_v<T, float>)
+    if (double(float(divisor)) == divisor) {
+      const float d = float(divisor);
+      for (int64_t c = 0; c < C; ++c) share[c] = g[c] / d;
+      return;
+    }
+  for (int64_t c = 0; c < C; ++c) share[c] = T(double(g[c]) / divisor);
 }
 
 /// out[c] = the sum, from 0 in (row, ow) order, of channel c of the share pixels [ow0, ow1)
@@ -845,9 +838,9 @@ void avg_backward_gather_cl(const Tensor& go, const Tensor& gi, const Pool2dPara
   const T* g = static_cast<const T*>(go.data_ptr());
   T* d = static_cast<T*>(gi.data_ptr());
   // Each input column's outputs, found once (two integer divisions each).
-  std::vector<std::pair<int64_t, int64_t>> columns(static_cast<size_t>(W));
+  std::vector<kernels::OutputRange> columns(static_cast<size_t>(W));
   for (int64_t w = 0; w < W; ++w)
-    columns[size_t(w)] = covering_outputs(w, p.kernel[1], s[1], p.padding[1], Wo);
+    columns[size_t(w)] = kernels::covering_outputs(w, p.kernel[1], s[1], p.padding[1], Wo);
   const int64_t grain = std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, W * C));
   detail::parallel_for(0, N * H, grain, [&](int64_t r0, int64_t r1) {
     std::vector<T> ring(static_cast<size_t>(ring_rows * Wo * C));
@@ -869,11 +862,12 @@ void avg_backward_gather_cl(const Tensor& go, const Tensor& gi, const Pool2dPara
     };
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / H, h = r % H;
-      const auto [oh0, oh1] = covering_outputs(h, p.kernel[0], s[0], p.padding[0], Ho);
-      const int64_t nrows = std::max<int64_t>(0, oh1 - oh0);
-      for (int64_t i = 0; i < nrows; ++i) rows[size_t(i)] = share_row(n, oh0 + i);
+      const kernels::OutputRange out_rows =
+          kernels::covering_outputs(h, p.kernel[0], s[0], p.padding[0], Ho);
+      const int64_t nrows = std::max<int64_t>(0, out_rows.end - out_rows.first);
+      for (int64_t i = 0; i < nrows; ++i) rows[size_t(i)] = share_row(n, out_rows.first + i);
       for (int64_t w = 0; w < W; ++w) {
-        const auto [ow0, ow1] = columns[size_t(w)];
+        const auto [ow0, ow1] = columns[size_t(w)];  // first, end
         T* out = d + n * sd[0] + h * sd[2] + w * sd[3];
         constexpr int64_t kLanes = Lanes<T>::kCount;
         int64_t c = 0;
@@ -899,15 +893,11 @@ void avg_backward(const Tensor& go, const Tensor& gi, const Pool2dParams& p) {
   average_backward<T>(go, gi, [&](int64_t oh, int64_t ow) { return avg_window(oh, ow, H, W, p); });
 }
 
-/// PyTorch's adaptive window [start, end) of output cell o of `out` cells over `in`.
-int64_t start_index(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
-int64_t end_index(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
-
 /// Output (oh, ow)'s adaptive window, for an [H, W] input and [Ho, Wo] output, as an
 /// AvgWindow (divisor: its pixel count).
 AvgWindow adaptive_window(int64_t oh, int64_t ow, int64_t H, int64_t W, int64_t Ho, int64_t Wo) {
-  const int64_t h0 = start_index(oh, Ho, H), h1 = end_index(oh, Ho, H);
-  const int64_t w0 = start_index(ow, Wo, W), w1 = end_index(ow, Wo, W);
+  const int64_t h0 = kernels::adaptive_start(oh, Ho, H), h1 = kernels::adaptive_end(oh, Ho, H);
+  const int64_t w0 = kernels::adaptive_start(ow, Wo, W), w1 = kernels::adaptive_end(ow, Wo, W);
   return {h0, h1, w0, w1, double((h1 - h0) * (w1 - w0))};
 }
 

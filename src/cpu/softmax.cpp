@@ -10,8 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "cpu/cpu_features.h"  // use_avx512
-#include "cpu/cpu_features.h"  // cpu_has_avx2
+#include "cpu/cpu_features.h"  // cpu_has_avx2, use_avx512
 #include "kernels/convert.h"
 #include "kernels/unary_ops.h"  // Exp
 #include "ops/reduce_kernels.h"

@@ -23,6 +23,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/nn_common.cuh"
 #include "kernels/batch_norm_math.h"
+#include "kernels/pool_windows.h"
 #include "ops/nn_common.h"
 #include "ops/nn_kernels.h"
 
@@ -583,15 +584,6 @@ __global__ void max_pool_forward(
   }
 }
 
-/// First and last output index whose window [o * s - pad, o * s - pad + span) holds x,
-/// clipped to [0, out).
-__device__ __forceinline__ void outputs_holding(
-    int64_t x, int64_t span, int64_t s, int64_t pad, int64_t out, int64_t& lo, int64_t& hi) {
-  const int64_t first = x + pad - span + 1;  // o * s >= first
-  lo = first <= 0 ? 0 : (first + s - 1) / s;
-  hi = min((x + pad) / s, out - 1);
-}
-
 /// Scatter: grad_input (zeroed first) at each output's argmax += its gradient. The slot
 /// carries no window, so the gather of the other backwards is not possible here; windows may
 /// overlap, hence atomics (the order of the few additions into one element may vary). 16-bit
@@ -661,13 +653,12 @@ __global__ void avg_pool_backward(
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t n, c, h, w;
     xd.coords(i, n, c, h, w);
-    int64_t oh0, oh1, ow0, ow1;
-    outputs_holding(h, p.kh, p.sh, p.ph, gd.h, oh0, oh1);
-    outputs_holding(w, p.kw, p.sw, p.pw, gd.w, ow0, ow1);
+    const kernels::OutputRange hs = kernels::covering_outputs(h, p.kh, p.sh, p.ph, gd.h);
+    const kernels::OutputRange ws = kernels::covering_outputs(w, p.kw, p.sw, p.pw, gd.w);
     const T* gp = g + gd.plane(n, c);
     T acc = T(0);
-    for (int64_t oh = oh0; oh <= oh1; ++oh)
-      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+    for (int64_t oh = hs.first; oh < hs.end; ++oh)
+      for (int64_t ow = ws.first; ow < ws.end; ++ow) {
         const AvgWindow a = avg_window(oh, ow, xd.h, xd.w, p);
         if (h >= a.h0 && h < a.h1 && w >= a.w0 && w < a.w1)
           acc += T(double(gp[gd.at(oh, ow)]) / a.divisor);
@@ -676,22 +667,16 @@ __global__ void avg_pool_backward(
   }
 }
 
-/// PyTorch's adaptive window [start, end) of output cell o of `out` cells over `in`.
-__device__ __forceinline__ int64_t start_index(int64_t o, int64_t out, int64_t in) {
-  return (o * in) / out;
-}
-__device__ __forceinline__ int64_t end_index(int64_t o, int64_t out, int64_t in) {
-  return ((o + 1) * in + out - 1) / out;
-}
-
 template <class T>
 __global__ void adaptive_forward(const T* __restrict__ x, Dims4 xd, T* __restrict__ y, Dims4 yd) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < yd.numel();
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t n, c, oh, ow;
     yd.coords(i, n, c, oh, ow);
-    const int64_t h0 = start_index(oh, yd.h, xd.h), h1 = end_index(oh, yd.h, xd.h);
-    const int64_t w0 = start_index(ow, yd.w, xd.w), w1 = end_index(ow, yd.w, xd.w);
+    const int64_t h0 = kernels::adaptive_start(oh, yd.h, xd.h),
+                  h1 = kernels::adaptive_end(oh, yd.h, xd.h);
+    const int64_t w0 = kernels::adaptive_start(ow, yd.w, xd.w),
+                  w1 = kernels::adaptive_end(ow, yd.w, xd.w);
     const T* xp = x + xd.plane(n, c);
     double sum = 0;
     for (int64_t h = h0; h < h1; ++h)
@@ -712,10 +697,12 @@ __global__ void adaptive_backward(const T* __restrict__ g, Dims4 gd, T* __restri
     const T* gp = g + gd.plane(n, c);
     T acc = T(0);
     for (int64_t oh = oh0; oh < min(oh1, gd.h); ++oh) {
-      const int64_t h0 = start_index(oh, gd.h, xd.h), h1 = end_index(oh, gd.h, xd.h);
+      const int64_t h0 = kernels::adaptive_start(oh, gd.h, xd.h),
+                    h1 = kernels::adaptive_end(oh, gd.h, xd.h);
       if (h < h0 || h >= h1) continue;
       for (int64_t ow = ow0; ow < min(ow1, gd.w); ++ow) {
-        const int64_t w0 = start_index(ow, gd.w, xd.w), w1 = end_index(ow, gd.w, xd.w);
+        const int64_t w0 = kernels::adaptive_start(ow, gd.w, xd.w),
+                      w1 = kernels::adaptive_end(ow, gd.w, xd.w);
         if (w < w0 || w >= w1) continue;
         acc += T(double(gp[gd.at(oh, ow)]) / double((h1 - h0) * (w1 - w0)));
       }
