@@ -6,6 +6,7 @@
 #include <cuda.h>  // the driver's types, for its entry points (no driver library is linked)
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #if IGNIS_HAVE_CUDNN
@@ -166,11 +167,19 @@ PrimaryContextState primary_context_state() {
 }  // namespace
 
 bool has_primary_context(int index) {
+  // A context once seen stays (only cudaDeviceReset ends one, and restoring the device then
+  // makes a new one, as before this check): the guards of a multi-GPU thread ask the driver
+  // once per device, not at every op.
+  static std::atomic<uint64_t> seen{0};
+  const uint64_t bit = index < 64 ? uint64_t(1) << index : 0;
+  if (seen.load(std::memory_order_relaxed) & bit) return true;
   const PrimaryContextState state = primary_context_state();
   if (state == nullptr) return true;
   unsigned int flags = 0;
   int active = 0;
-  return state(CUdevice(index), &flags, &active) != CUDA_SUCCESS || active != 0;
+  if (state(CUdevice(index), &flags, &active) != CUDA_SUCCESS) return true;
+  if (active != 0) seen.fetch_or(bit, std::memory_order_relaxed);
+  return active != 0;
 }
 
 int device_with_context() {
