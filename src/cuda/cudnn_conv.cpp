@@ -237,13 +237,19 @@ struct ConvDesc {
 /// NHWC when either activation is channels-last (the front end gives both the same layout;
 /// one of them may have C = 1 and so also be NCHW-contiguous), and the filter is described
 /// in that layout: cuDNN picks its NHWC kernels only for an NHWC filter.
+/// Whether a convolution call over x and y runs in NHWC: either operand channels-last (a
+/// tensor with 1x1 planes reads as NCHW, so one operand alone can miss it).
+bool nhwc_call(const Tensor& x, const Tensor& y) {
+  return ignis::detail::is_channels_last(x) || ignis::detail::is_channels_last(y);
+}
+
 struct Descs {
   bool nhwc;
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
   Descs(const Tensor& xt, const Tensor& wt, const Tensor& yt, const Conv2dParams& p, const char* op)
-      : nhwc(ignis::detail::is_channels_last(xt) || ignis::detail::is_channels_last(yt)),
+      : nhwc(nhwc_call(xt, yt)),
         x(xt, nhwc, op),
         y(yt, nhwc, op),
         w(wt, nhwc, op),
@@ -667,10 +673,9 @@ void conv_forward(
     return;
   }
   const Tensor xe = zero_extend(x, input_extension(p));
-  // The buffer takes the call's layout as Descs reads it (either operand channels-last): y
-  // alone says "NCHW" when its 1x1 planes leave its layout ambiguous, and a buffer grown from
-  // it beside a channels-last input would mix the two layouts in one cuDNN call.
-  const bool cl = ignis::detail::is_channels_last(xe) || ignis::detail::is_channels_last(y);
+  // The buffer takes the call's layout: y alone reads as NCHW when its planes are 1x1, and a
+  // buffer grown from it beside a channels-last input would mix two layouts in one call.
+  const bool cl = nhwc_call(xe, y);
   Tensor full = ignis::detail::empty_in_layout(
       {y.size(0),
        y.size(1),
@@ -694,7 +699,7 @@ void conv_backward_input(
   }
   if (symmetric(p)) return backward_data(gy, w, gx, p);
   const auto extra = input_extension(p);
-  const bool cl = ignis::detail::is_channels_last(gy) || ignis::detail::is_channels_last(gx);
+  const bool cl = nhwc_call(gx, gy);
   Tensor gxe = ignis::detail::empty_in_layout(
       {gx.size(0), gx.size(1), gx.size(2) + extra[0], gx.size(3) + extra[1]},
       gx.dtype(),
