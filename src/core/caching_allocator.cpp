@@ -58,6 +58,11 @@ CachingAllocator::~CachingAllocator() {
   for (Block* b : deferred_) delete b;
 }
 
+bool CachingAllocator::capture_routing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !routing_.empty();
+}
+
 bool CachingAllocator::capture_underway() const {
   return !routing_.empty() || ignis::detail::capture_underway();
 }
@@ -149,13 +154,14 @@ void CachingAllocator::split(Block* b, size_t rounded) {
   pool_of(r->owner, r->small).insert(r);
 }
 
-void CachingAllocator::free(void* ptr) {
+void CachingAllocator::free(void* ptr, RawMemory::Stream freeing_stream) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(ptr);
   IGNIS_CHECK(it != live_.end(), ValueError,
               "[{} allocator] free of a pointer it did not allocate (or freed twice)", label_);
   Block* b = it->second;
+  if (freeing_stream != 0) add_use(b, freeing_stream);
   live_.erase(it);
   stats_.allocated -= b->size;
   stats_.requested -= b->requested;
@@ -200,7 +206,10 @@ void CachingAllocator::record_stream(void* ptr, RawMemory::Stream stream) {
   auto it = live_.find(ptr);
   IGNIS_CHECK(it != live_.end(), ValueError,
               "[{} allocator] record_stream on a pointer that is not a live block", label_);
-  Block* b = it->second;
+  add_use(it->second, stream);
+}
+
+void CachingAllocator::add_use(Block* b, RawMemory::Stream stream) {
   if (stream == b->stream) return;
   if (std::find(b->uses.begin(), b->uses.end(), stream) == b->uses.end()) b->uses.push_back(stream);
 }

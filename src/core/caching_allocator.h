@@ -19,7 +19,13 @@
 //   on that stream: work on one stream runs in order, so memory freed by the host while a
 //   kernel on the same stream still reads it is safe to hand out again for later work on that
 //   stream. A block also used on other streams (record_stream) goes back to the pool only
-//   when events recorded on those streams at free time have completed.
+//   when events recorded on those streams at free time have completed. A block freed while
+//   another stream is the thread's current one counts as used there too: the usual way a
+//   tensor of one stream's pool gets read by another is a StreamGuard around the work that
+//   reads it and then drops it (cuda::capture_step's side stream), and without the event a
+//   second thread allocating on the block's stream (a DataLoader worker) could take the
+//   block and overwrite it while that work still runs. PyTorch leaves this to the user's
+//   record_stream; the event costs a few microseconds on a free that is rare in a step.
 // - When the raw allocation fails, every cached segment that is wholly free is released and
 //   the allocation is tried once more; a second failure throws OutOfMemoryError with the
 //   requested, free, allocated and reserved bytes.
@@ -106,7 +112,10 @@ class CachingAllocator {
   /// OutOfMemoryError after releasing the cache and retrying once.
   void* allocate(size_t nbytes, RawMemory::Stream stream);
   /// Returns a block; it is reused once the work recorded on other streams is done.
-  void free(void* ptr);
+  /// freeing_stream is the freeing thread's current stream (0: not known). When it is not
+  /// the block's own, work queued there may still read the block (a tensor used and dropped
+  /// inside a StreamGuard), so it counts as a use, as if record_stream had been called.
+  void free(void* ptr, RawMemory::Stream freeing_stream = 0);
   /// Marks a live block as used by work on stream (besides its own): its free then waits for
   /// that stream's work queued up to the free.
   void record_stream(void* ptr, RawMemory::Stream stream);
@@ -125,6 +134,8 @@ class CachingAllocator {
   /// The graph that owned the pool is gone: ends the routing, releases the pool's wholly free
   /// segments now and the rest when their blocks are freed. Unknown ids are ignored.
   void release_private_pool(PoolId id);
+  /// A graph's capture is under way on this memory: its pool routes some stream.
+  bool capture_routing() const;
   /// Bytes reserved by the segments of pool id (0 for an unknown id), for tests and reports.
   size_t private_pool_reserved(PoolId id) const;
   /// The rounded size of the live block at ptr (0 if ptr is not live here).
@@ -157,6 +168,8 @@ class CachingAllocator {
   void release_if_orphaned(Block* b);
   /// A capture is under way: a graph pool routes some stream, or this thread is capturing.
   bool capture_underway() const;
+  /// Notes that work on stream (unless it is the block's own) uses live block b.
+  void add_use(Block* b, RawMemory::Stream stream);
   /// Records the events of a freed block's other streams; reusable once they are done.
   void record_uses(Block* b);
   /// Records the events of the blocks freed during a capture (none may be under way).

@@ -102,10 +102,14 @@ class PinnedMemory final : public EventsOnStreams {
 
 /// Frees p for a storage's destructor, which must not throw: a CUDA error there (after an
 /// earlier sticky error, or while the runtime unloads at exit) is reported and the block
-/// leaked, instead of terminating the process.
-void free_from_destructor(CachingAllocator& cache, void* p) noexcept {
+/// leaked, instead of terminating the process. device >= 0: p is that device's memory, freed
+/// under the thread's current stream of it (a use there when it is not p's own stream).
+void free_from_destructor(CachingAllocator& cache, void* p, int device = -1) noexcept {
   try {
-    cache.free(p);
+    RawMemory::Stream current = 0;
+    if (device >= 0)
+      current = reinterpret_cast<RawMemory::Stream>(current_cuda_stream_for_deleter(device));
+    cache.free(p, current);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ignis: memory not returned to the cache (leaked): %s\n", e.what());
   }
@@ -119,7 +123,7 @@ class DeviceAllocator final : public ignis::detail::Allocator {
   void* allocate(size_t n) override {
     return cache_.allocate(n, reinterpret_cast<RawMemory::Stream>(current_cuda_stream(device_)));
   }
-  void deallocate(void* p, size_t) override { free_from_destructor(cache_, p); }
+  void deallocate(void* p, size_t) override { free_from_destructor(cache_, p, device_); }
   void empty_cache() override { cache_.empty_cache(); }
   CachingAllocator& cache() { return cache_; }
 

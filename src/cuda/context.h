@@ -41,6 +41,9 @@ int device_with_context();
 
 /// This thread's current stream of device (Ignis's compute stream unless another was set).
 cudaStream_t current_cuda_stream(int device);
+/// The same, safe to call from a storage's deleter while the thread or the process ends
+/// (Note [Streams of a free]); null when the compute stream is current and was never made.
+cudaStream_t current_cuda_stream_for_deleter(int device);
 
 /// The caching allocator of device `index` (Note [Device caching allocator]).
 ignis::detail::CachingAllocator& device_allocator(int index);

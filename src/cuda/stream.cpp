@@ -1,6 +1,7 @@
 // Streams and events. Each device gets one compute stream created by Ignis on first use,
 // non-blocking with respect to the legacy default stream (so other libraries' work on the
 // legacy stream does not serialise with ours). The current stream is per thread and device.
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -22,18 +23,46 @@ cudaStream_t create_stream(int device) {
 }
 
 /// Ignis's compute stream of each device, created once (never destroyed: work may still be
-/// queued on it at exit).
-cudaStream_t compute_stream(int device) {
-  static std::vector<std::once_flag> once(static_cast<size_t>(device_count()));
-  static std::vector<cudaStream_t> streams(static_cast<size_t>(device_count()));
-  std::call_once(once[size_t(device)], [&] { streams[size_t(device)] = create_stream(device); });
-  return streams[size_t(device)];
+/// queued on it at exit). The tables are never destroyed either: a storage freed during
+/// static destruction asks for its device's stream (Note [Streams of a free]).
+std::vector<std::atomic<cudaStream_t>>& compute_streams() {
+  static auto* streams =
+      new std::vector<std::atomic<cudaStream_t>>(static_cast<size_t>(device_count()));
+  return *streams;
 }
+
+cudaStream_t compute_stream(int device) {
+  static auto* once = new std::vector<std::once_flag>(static_cast<size_t>(device_count()));
+  auto& streams = compute_streams();
+  std::call_once((*once)[size_t(device)], [&] {
+    streams[size_t(device)].store(create_stream(device), std::memory_order_release);
+  });
+  return streams[size_t(device)].load(std::memory_order_relaxed);
+}
+
+// Note [Streams of a free]
+// The device allocator treats a block freed while another stream is current as used there
+// (Note [Device caching allocator]), so a storage's deleter asks for the thread's current
+// stream, and deleters also run while a thread exits and the process tears down, after the
+// thread's table of chosen streams may be gone. The table therefore announces itself through
+// a plain pointer that its destructor clears: a deleter that finds no table reads the compute
+// stream, which is what a thread without a table has chosen (a StreamGuard's own destructor
+// has long restored it by then).
+struct ThreadStreams {
+  std::vector<cudaStream_t> chosen;  // per device; null: the compute stream
+  ThreadStreams();
+  ~ThreadStreams();
+};
+thread_local ThreadStreams* live_thread_streams = nullptr;  // trivially destructible
+ThreadStreams::ThreadStreams() : chosen(static_cast<size_t>(device_count()), nullptr) {
+  live_thread_streams = this;
+}
+ThreadStreams::~ThreadStreams() { live_thread_streams = nullptr; }
 
 /// This thread's choice per device (null: the compute stream).
 std::vector<cudaStream_t>& thread_streams() {
-  thread_local std::vector<cudaStream_t> chosen(static_cast<size_t>(device_count()), nullptr);
-  return chosen;
+  thread_local ThreadStreams table;
+  return table.chosen;
 }
 
 int resolve(int device, const char* op) {
@@ -48,6 +77,13 @@ namespace detail {
 cudaStream_t current_cuda_stream(int device) {
   cudaStream_t s = thread_streams()[size_t(device)];
   return s ? s : compute_stream(device);
+}
+
+cudaStream_t current_cuda_stream_for_deleter(int device) {
+  const ThreadStreams* table = live_thread_streams;
+  cudaStream_t s = table ? table->chosen[size_t(device)] : nullptr;
+  // Not created yet: no work was ever queued on it (and a deleter creates no stream).
+  return s ? s : compute_streams()[size_t(device)].load(std::memory_order_acquire);
 }
 }  // namespace detail
 

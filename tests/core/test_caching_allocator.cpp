@@ -126,6 +126,36 @@ TEST(CachingAllocator, CrossStreamFreeWaitsForTheOtherStreamsEvent) {
   EXPECT_EQ(a.stats().raw_allocations, 1u);
 }
 
+TEST(CachingAllocator, AFreeUnderAnotherStreamCountsAsAUseThere) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(8 * KiB, 1);
+  void* own = a.allocate(8 * KiB, 1);
+  a.free(own, 1);  // freed under its own stream: back at once, no event
+  EXPECT_TRUE(dev.events.empty());
+  EXPECT_EQ(a.allocate(8 * KiB, 1), own);
+  // p is read by work queued on stream 2 and dropped while stream 2 is current: an event
+  // on stream 2 guards it, as record_stream(p, 2) would, and stream 1 cannot have it yet.
+  a.free(p, 2);
+  ASSERT_EQ(dev.events.size(), 1u);
+  EXPECT_EQ(dev.events.begin()->second.stream, 2u);
+  void* q = a.allocate(8 * KiB, 1);
+  EXPECT_NE(q, p);
+  dev.complete_all();
+  void* r = a.allocate(8 * KiB, 1);
+  EXPECT_EQ(r, p);
+  // A stream that was also recorded explicitly gets one event, not two.
+  a.record_stream(r, 3);
+  a.free(r, 3);
+  EXPECT_EQ(dev.events.size(), 1u);
+  a.free(q, 0);  // no stream known: as free(q)
+  EXPECT_EQ(dev.events.size(), 1u);
+  a.free(own);
+  dev.complete_all();
+  a.empty_cache();
+  EXPECT_EQ(dev.used, 0u);
+}
+
 TEST(CachingAllocator, AnEventErrorLeavesTheOtherPendingFreesIntact) {
   FakeDevice dev(1024 * MiB);
   CachingAllocator a(dev, "fake");

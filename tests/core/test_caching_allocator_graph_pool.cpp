@@ -132,6 +132,25 @@ TEST(CachingAllocatorGraphPool, FreesDuringACaptureRecordTheirEventsAfterIt) {
   EXPECT_EQ(dev.events.size(), before + 1);
 }
 
+// cuda::capture_step's case: a tensor of the caller's stream 1, read by the step on the
+// side stream 7 while it is captured and dropped there. The free under stream 7 is a use of
+// stream 7, recorded once the capture is over; until its event is done, stream 1 (a loader
+// thread allocating a batch) cannot take the block.
+TEST(CachingAllocatorGraphPool, AFreeUnderTheCapturingStreamWaitsForItsEventAfterTheCapture) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* caller = a.allocate(64 * KiB, 1);
+  const auto pool = a.begin_private_pool(7);
+  a.free(caller, 7);
+  EXPECT_TRUE(dev.events.empty()) << "an event recorded during the capture";
+  EXPECT_NE(a.allocate(64 * KiB, 1), caller);
+  a.end_private_pool(pool);
+  ASSERT_EQ(dev.events.size(), 1u);
+  EXPECT_EQ(dev.events.begin()->second.stream, RawMemory::Stream(7));
+  dev.complete_all();
+  EXPECT_EQ(a.allocate(64 * KiB, 1), caller);
+}
+
 TEST(CachingAllocatorGraphPool, NoEventQueriesWaitsOrReleasesDuringACapture) {
   FakeDevice dev(30 * MiB);
   CachingAllocator a(dev, "fake");
