@@ -42,6 +42,8 @@ struct MemoryInfo {
 MemoryInfo mem_get_info(int index = -1);
 
 /// Waits until all work queued on every stream of device `index` (-1: current) has finished.
+/// Like cudaDeviceSynchronize, it invalidates a CUDA graph capture that another thread has
+/// under way on the device; wait for a Stream or an Event there instead.
 void synchronize(int index = -1);
 
 class Event;

@@ -6,13 +6,20 @@
 //   synchronisation, a pageable copy) fail on the capturing thread only, so the DataLoader's
 //   threads keep copying batches while the trainer captures.
 // - The device is synchronised before the capture begins, so no eager work is still reading
-//   memory that the capture's pool might take from the device.
+//   memory that the capture's pool might take from the device, unless another thread is
+//   capturing on the device: a device synchronisation invalidates every capture under way
+//   on it, whatever the capture mode. Nothing is released then either (the allocator
+//   releases nothing during a capture, and capture_begin skips its empty_cache), so the new
+//   pool's segments are fresh cudaMallocs that no eager work can be using. Captures begin one
+//   at a time, so two threads cannot both find no capture and synchronise.
 // - Ops that would read back to the host or draw fresh random numbers refuse to run during a
 //   capture with CaptureError (detail::refuse_during_capture), before CUDA invalidates the
 //   capture, so the message names the op instead of a CUDA error code.
 // - The raw cudaMalloc of a new pool segment runs in relaxed capture mode (it is legal during
 //   a capture but "unsafe" for the thread-local mode's check).
 #include <cuda_runtime.h>
+
+#include <mutex>
 
 #include "core/error.h"
 #include "core/graph_capture.h"
@@ -77,13 +84,18 @@ void Graph::capture_begin(const Stream& stream) {
               "share; capture on a stream of its own (cuda::Stream::create)");
   detail::DeviceGuard guard(g.device);
   g.stream = static_cast<cudaStream_t>(stream.handle());
-  IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "Graph::capture_begin");
-  // The eager warm-up's freed blocks sit in the general pools, which the capture's private
-  // pool cannot use: they go back to the driver, so that a capture near the memory limit (a
-  // batch chosen by --batch-size auto) can allocate its own instead of falling back.
-  detail::device_allocator(g.device).empty_cache();
-  g.pool = detail::device_allocator(g.device).begin_private_pool(
-      reinterpret_cast<ignis::detail::RawMemory::Stream>(g.stream));
+  static std::mutex one_begin_at_a_time;
+  std::lock_guard<std::mutex> lock(one_begin_at_a_time);
+  auto& allocator = detail::device_allocator(g.device);
+  if (!allocator.capture_routing()) {  // Note [Whole-step capture]
+    IGNIS_CUDA_CHECK(cudaDeviceSynchronize(), "Graph::capture_begin");
+    // The eager warm-up's freed blocks sit in the general pools, which the capture's private
+    // pool cannot use: they go back to the driver, so that a capture near the memory limit (a
+    // batch chosen by --batch-size auto) can allocate its own instead of falling back.
+    allocator.empty_cache();
+  }
+  g.pool =
+      allocator.begin_private_pool(reinterpret_cast<ignis::detail::RawMemory::Stream>(g.stream));
   const cudaError_t err = cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeThreadLocal);
   if (err != cudaSuccess) {
     cudaGetLastError();

@@ -3,14 +3,20 @@
 // against the CPU in test_cuda_training.cpp), a learning-rate change reaches the replays, a
 // step the graph cannot hold falls back with its one-line message, and cuda::Graph replays
 // what it captured on new input values (all_finite's check among them).
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/graph_capture.h"
 #include "cuda/cuda_test_util.h"
 #include "ignis/cuda_graph.h"
 #include "ignis/models.h"
@@ -50,17 +56,22 @@ struct TrainRun {
   std::vector<Tensor> params;  // on the CPU
 };
 
+const optim::SGDOptions kSgd{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4};
+
 /// Trains model on the batches with SGD, the step captured or not; schedule(group, step)
-/// (when given) sets the group's options before each step, as a scheduler would.
+/// (when given) sets the group's options before each step, as a scheduler would; in_body
+/// (when given) runs at the start of every call of the step's body.
 template <class Model>
 TrainRun train(
     Model& model,
     const std::vector<std::pair<Tensor, Tensor>>& data,
     bool captured,
     const std::function<void(optim::ParamGroup&, int)>& schedule = {},
-    const optim::SGDOptions& sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4}) {
+    const optim::SGDOptions& sgd = kSgd,
+    const std::function<void()>& in_body = {}) {
   optim::SGD opt(model.parameters(), sgd);
   const auto body = [&](const Tensor& x, const Tensor& y) {
+    if (in_body) in_body();
     opt.zero_grad();
     Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
     loss.backward();
@@ -125,6 +136,53 @@ TEST(CudaGraph, CapturedSmallCnnStepMatchesEagerSteps) {
   const TrainRun eager = train(eager_model, data, false);
   const TrainRun graph = train(graph_model, data, true);
   expect_same(graph, eager, 1e-4);
+}
+
+/// Where two threads wait for each other: meet(k) returns once both have arrived at meeting
+/// k, or after a minute (a partner that failed earlier then fails the test, not hangs it).
+class Rendezvous {
+ public:
+  void meet(int k) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++arrived_[k];
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::minutes(1), [&] { return arrived_[k] >= 2; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int, int> arrived_;
+};
+
+// Two threads capture their own steps on one device at the same time. A capture that begins
+// while the other thread's is under way must leave it intact (a device synchronisation there
+// would invalidate it, whatever the capture mode: Note [Whole-step capture]). The threads
+// meet at their last warm-up step (both past their first-use set-up) and again inside their
+// captures, so each capture begins while the other's is open or is open while it begins.
+TEST(CudaGraph, TwoThreadsCaptureTheirStepsAtTheSameTime) {
+  IGNIS_REQUIRE_CUDA();
+  manual_seed(41);
+  models::MLP reference, first, second;
+  for (auto* m : {&first, &second}) m->load_state_dict(reference.state_dict());
+  for (auto* m : {&reference, &first, &second}) m->to(kGpu);
+  const auto data = batches({64, 10}, kSteps, 42);
+  const TrainRun eager = train(reference, data, false);
+  Rendezvous rendezvous;
+  const auto run = [&](models::MLP& model, TrainRun& out) {
+    int calls = 0;
+    const auto meet_in_body = [&] {
+      if (++calls == 3) rendezvous.meet(0);  // the last warm-up step
+      if (ignis::detail::capture_underway()) rendezvous.meet(1);
+    };
+    out = train(model, data, true, {}, kSgd, meet_in_body);
+  };
+  TrainRun a, b;
+  std::thread other([&] { run(second, b); });
+  run(first, a);
+  other.join();
+  expect_same(a, eager, 1e-5);
+  expect_same(b, eager, 1e-5);
 }
 
 // As OneCycle does: both the learning rate and the momentum change after the capture.
