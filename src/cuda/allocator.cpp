@@ -150,13 +150,15 @@ class PinnedAllocator final : public ignis::detail::Allocator {
   CachingAllocator cache_;
 };
 
-/// Created once per device and never destroyed: storages freed during static destruction
+/// Created once per device and never destroyed, nor are the tables that find them: storages
+/// freed and graphs (cuda::Graph releases its pool here) destroyed during static destruction
 /// still find their allocator.
 DeviceAllocator& device_adapter(int index) {
-  static std::vector<std::once_flag> once(static_cast<size_t>(device_count()));
-  static std::vector<DeviceAllocator*> all(static_cast<size_t>(device_count()), nullptr);
-  std::call_once(once[size_t(index)], [&] { all[size_t(index)] = new DeviceAllocator(index); });
-  return *all[size_t(index)];
+  static auto* once = new std::vector<std::once_flag>(static_cast<size_t>(device_count()));
+  static auto* all = new std::vector<DeviceAllocator*>(static_cast<size_t>(device_count()));
+  std::call_once(
+      (*once)[size_t(index)], [&] { (*all)[size_t(index)] = new DeviceAllocator(index); });
+  return *(*all)[size_t(index)];
 }
 
 PinnedAllocator& pinned_adapter() {

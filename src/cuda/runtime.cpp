@@ -27,8 +27,9 @@ struct DeviceCount {
   std::string why_none;  // the runtime's reason when count is 0
 };
 
+/// Never destroyed: allocators and graphs destroyed at exit still ask for the device count.
 const DeviceCount& probe() {
-  static const DeviceCount probed = [] {
+  static const DeviceCount* probed = new DeviceCount([] {
     DeviceCount d;
     const cudaError_t err = cudaGetDeviceCount(&d.count);
     if (err != cudaSuccess) {
@@ -39,8 +40,8 @@ const DeviceCount& probe() {
       d.why_none = "the CUDA runtime reports no devices";
     }
     return d;
-  }();
-  return probed;
+  }());
+  return *probed;
 }
 
 std::atomic<bool> g_allow_tf32{false};
