@@ -196,8 +196,8 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
   // Rows contiguous in both tensors but short take the prefetching row copy (Note [Copies of
   // short rows]): the attention-head swap [B, H, S, D] -> [B, S, H, D] in float32 (1,000+
   // rows: several blocks of rows and a last partial one, split over threads), int64, bf16
-  // and bool rows, a broadcast source; and a column of a matrix (a strided copy of one value
-  // per row, which is not a row copy); each checked by its indices.
+  // and bool rows, and large ones; a broadcast source; and a column of a matrix (a strided
+  // copy of one value per row, which is not a row copy); each checked by its indices.
   const int64_t B = 3, H = 7, S = 53, D = 9;
   const auto v = random_values(B * H * S * D, -100, 100, 8);
   for (DType dtype : {kFloat32, kInt64, kBFloat16, kBool}) {
@@ -212,6 +212,26 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
             ASSERT_EQ(
                 t[size_t(((b * S + s) * H + h) * D + d)],
                 src[size_t(((b * H + h) * S + s) * D + d)])
+                << b << "," << s << "," << h << "," << d;
+  }
+  // Past 4 MiB the rows are written with streaming stores (Note [Streaming stores]): rows of
+  // 9 floats start anywhere in a 32-byte line, rows of 8 doubles on a line.
+  for (const auto& [dtype, depth] :
+       {std::pair{kFloat32, int64_t(9)}, std::pair{kFloat64, int64_t(8)}}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const int64_t b2 = 2, h2 = 16, s2 = 4099;
+    const Tensor x =
+        make_input(random_values(b2 * h2 * s2 * depth, -100, 100, 11), {b2, h2, s2, depth}, dtype);
+    ASSERT_GE(x.nbytes(), size_t(4) << 20);
+    const std::vector<double> src = values_of(x);
+    const std::vector<double> t = values_of(x.permute({0, 2, 1, 3}).contiguous());
+    for (int64_t b = 0; b < b2; ++b)
+      for (int64_t s = 0; s < s2; ++s)
+        for (int64_t h = 0; h < h2; ++h)
+          for (int64_t d = 0; d < depth; ++d)
+            ASSERT_EQ(
+                t[size_t(((b * s2 + s) * h2 + h) * depth + d)],
+                src[size_t(((b * h2 + h) * s2 + s) * depth + d)])
                 << b << "," << s << "," << h << "," << d;
   }
   const Tensor row = make_input(random_values(D, -1, 1, 9), {1, D}, kFloat32);
