@@ -171,33 +171,43 @@ void CachingAllocator::free(void* ptr, RawMemory::Stream freeing_stream) {
     return_to_pool(b);
     return;
   }
-  if (capture_underway()) {
-    // Held back (and kept from merging: pending_events) until the capture ends; the events
-    // then come after the streams' eager work, which is all the block was used by (a capture
-    // allocates from its own pool, and copies from the host refuse to be captured).
-    b->pending_events = 1;
-    deferred_.push_back(b);
-    return;
-  }
-  record_uses(b);
+  // Held back (and kept from merging: pending_events) until its events are recorded: now,
+  // or once a capture under way has ended (the events then come after the streams' eager
+  // work, which is all the block was used by: a capture allocates from its own pool, and
+  // copies from the host refuse to be captured), or at a later call when recording fails.
+  b->pending_events = 1;
+  deferred_.push_back(b);
+  if (!capture_underway()) record_deferred();
 }
 
 void CachingAllocator::record_uses(Block* b) {
-  // Used on other streams: reusable once their work queued so far has run.
-  b->pending_events = 0;
-  for (RawMemory::Stream s : b->uses) {
-    pending_.push_back({raw_.record_event(s), b});
-    ++b->pending_events;
+  // Used on other streams: reusable once their work queued so far has run. All or nothing: a
+  // block guarded by the events of only some of its streams would come back while another
+  // still used it, so a record that throws destroys those recorded before it.
+  std::vector<RawMemory::EventId> events;
+  events.reserve(b->uses.size());
+  try {
+    for (RawMemory::Stream s : b->uses) events.push_back(raw_.record_event(s));
+  } catch (...) {
+    for (RawMemory::EventId e : events) {
+      try {
+        raw_.destroy_event(e);
+      } catch (...) {  // the record's error is the one to report
+      }
+    }
+    throw;
   }
+  for (RawMemory::EventId e : events) pending_.push_back({e, b});
+  b->pending_events = int(events.size());
   b->uses.clear();
 }
 
 void CachingAllocator::record_deferred() {
-  // One at a time off the list: a record that throws leaves the rest for a later call.
+  // The block leaves the list only once its events are recorded: a record that throws
+  // leaves it, and the rest, held back for a later call.
   while (!deferred_.empty()) {
-    Block* b = deferred_.back();
+    record_uses(deferred_.back());
     deferred_.pop_back();
-    record_uses(b);
   }
 }
 

@@ -35,6 +35,7 @@ class FakeDevice final : public RawMemory {
   }
   size_t free_bytes() override { return capacity_ - used; }
   EventId record_event(Stream s) override {
+    if (s == fail_record) throw ignis::Error("fake device: cannot record an event there");
     events[++last_event] = {s, false};
     return last_event;
   }
@@ -62,6 +63,7 @@ class FakeDevice final : public RawMemory {
   int waits = 0;
   int queries = 0;  // event_done calls
   EventId fail_query = 0;  // event_done of this event throws (0: none)
+  Stream fail_record = 0;  // record_event on this stream throws (0: none)
 
  private:
   size_t capacity_;

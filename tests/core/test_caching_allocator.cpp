@@ -181,6 +181,34 @@ TEST(CachingAllocator, AnEventErrorLeavesTheOtherPendingFreesIntact) {
   EXPECT_EQ(a.stats().raw_allocations, 1u);
 }
 
+// A free whose second event cannot be recorded (a failing device): the first event alone
+// must not let the block come back while stream 3 may still use it. The free reports the
+// error, destroys the event it did record, and holds the block until a later call records
+// both.
+TEST(CachingAllocator, AFreeWhoseEventsCannotAllBeRecordedHoldsTheBlock) {
+  FakeDevice dev(1024 * MiB);
+  CachingAllocator a(dev, "fake");
+  void* p = a.allocate(8 * KiB, 1);
+  a.record_stream(p, 2);
+  a.record_stream(p, 3);
+  dev.fail_record = 3;
+  EXPECT_THROW(a.free(p), ignis::Error);
+  EXPECT_TRUE(dev.events.empty()) << "stream 2's event was left guarding the block alone";
+  // The next call tries again; while the device fails, so does it, and nothing is left behind.
+  EXPECT_THROW(a.allocate(8 * KiB, 1), ignis::Error);
+  EXPECT_TRUE(dev.events.empty());
+  dev.fail_record = 0;
+  void* q = a.allocate(8 * KiB, 1);  // both events recorded now; neither is done
+  EXPECT_NE(q, p);
+  ASSERT_EQ(dev.events.size(), 2u);
+  dev.complete_all();
+  a.free(q);
+  void* back = a.allocate(8 * KiB, 1);
+  EXPECT_EQ(back, p);
+  a.free(back);
+  EXPECT_EQ(a.stats().raw_allocations, 1u);
+}
+
 TEST(CachingAllocator, EmptyCacheWaitsForPendingFrees) {
   FakeDevice dev(1024 * MiB);
   CachingAllocator a(dev, "fake");
