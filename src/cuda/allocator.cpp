@@ -27,7 +27,9 @@ class EventsOnStreams : public RawMemory {
     DeviceGuard guard(device);
     cudaEvent_t e = nullptr;
     IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "allocator");
-    IGNIS_CUDA_CHECK(cudaEventRecord(e, stream), "allocator");
+    const cudaError_t recorded = cudaEventRecord(e, stream);
+    if (recorded != cudaSuccess) cudaEventDestroy(e);  // not leaked when the record fails
+    IGNIS_CUDA_CHECK(recorded, "allocator");
     return reinterpret_cast<EventId>(e);
   }
   bool event_done(EventId e) override {
@@ -101,8 +103,9 @@ class PinnedMemory final : public EventsOnStreams {
 };
 
 /// Frees p for a storage's destructor, which must not throw: a CUDA error there (after an
-/// earlier sticky error, or while the runtime unloads at exit) is reported and the block
-/// leaked, instead of terminating the process. device >= 0: p is that device's memory, freed
+/// earlier sticky error, or while the runtime unloads at exit) is reported instead of
+/// terminating the process, and the block is held back (a failed event record: retried by
+/// a later call) or leaked. device >= 0: p is that device's memory, freed
 /// under the thread's current stream of it (a use there when it is not p's own stream).
 void free_from_destructor(CachingAllocator& cache, void* p, int device = -1) noexcept {
   try {
@@ -111,7 +114,7 @@ void free_from_destructor(CachingAllocator& cache, void* p, int device = -1) noe
       current = reinterpret_cast<RawMemory::Stream>(current_cuda_stream_for_deleter(device));
     cache.free(p, current);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ignis: memory not returned to the cache (leaked): %s\n", e.what());
+    std::fprintf(stderr, "ignis: a free of cached memory failed: %s\n", e.what());
   }
 }
 

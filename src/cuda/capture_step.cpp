@@ -68,7 +68,13 @@ Tensor on_side_stream(const Stream& side, Body&& body) {
   } catch (...) {
     try {
       join();
-    } catch (...) {  // a broken device: the body's error is the one to report
+    } catch (...) {
+      // The caller's stream cannot be made to wait: the host waits for the side stream, so
+      // that the eager retry does not race its kernels. The body's error is the one to report.
+      try {
+        side.synchronize();
+      } catch (...) {
+      }
     }
     throw;
   }

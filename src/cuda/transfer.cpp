@@ -21,13 +21,16 @@ namespace ignis::cuda::detail {
 namespace {
 constexpr const char* kOp = "to(device)";
 
+/// Makes `to` wait for the work queued on `from` so far; the event goes, whatever fails.
 void event_wait(cudaStream_t from, int from_device, cudaStream_t to) {
   DeviceGuard guard(from_device);
   cudaEvent_t e = nullptr;
   IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), kOp);
-  IGNIS_CUDA_CHECK(cudaEventRecord(e, from), kOp);
-  IGNIS_CUDA_CHECK(cudaStreamWaitEvent(to, e, 0), kOp);
-  IGNIS_CUDA_CHECK(cudaEventDestroy(e), kOp);  // released once the wait has happened
+  cudaError_t err = cudaEventRecord(e, from);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(to, e, 0);
+  const cudaError_t destroyed = cudaEventDestroy(e);  // released once the wait has happened
+  IGNIS_CUDA_CHECK(err, kOp);
+  IGNIS_CUDA_CHECK(destroyed, kOp);
 }
 
 void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
@@ -78,7 +81,15 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
     DeviceGuard guard(dd.index);
     IGNIS_CUDA_CHECK(cudaMemcpyPeerAsync(d, dd.index, s, sd.index, nbytes, dst_stream), kOp);
   }
-  event_wait(dst_stream, dd.index, src_stream);
+  try {
+    event_wait(dst_stream, dd.index, src_stream);
+  } catch (...) {
+    // The source's stream cannot be made to wait for the copy, so its memory could be reused
+    // while the copy still reads it: the host waits for the copy instead.
+    DeviceGuard guard(dd.index);
+    cudaStreamSynchronize(dst_stream);  // its own error, if any, is the device's, reported next
+    throw;
+  }
 }
 }  // namespace
 

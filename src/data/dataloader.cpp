@@ -104,6 +104,7 @@ cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev, const cuda::
   cuda::Event allocated;
   allocated.record(compute);
   copier.wait(allocated);
+  cuda::Event copied;
   try {
     cuda::StreamGuard on_copier(copier);
     for (size_t k = 0; k < fields.size(); ++k) {
@@ -116,16 +117,23 @@ cuda::Event copy_to_device(std::vector<Tensor>& fields, Device dev, const cuda::
       if (pinned.numel() > 0)
         ignis::detail::transfer_kernel.get(dev)(out[k], pinned, /*non_blocking=*/true);
     }
+    copied.record(copier);
   } catch (...) {
     // The copies already queued write into blocks of the compute stream's pool, which go back
-    // to it as `out` is destroyed: make the compute stream wait for them before it reuses them.
-    cuda::Event queued;
-    queued.record(copier);
-    compute.wait(queued);
+    // to it as `out` is destroyed: make the compute stream wait for them before it reuses
+    // them, or, when not even that can be queued, wait for them here.
+    try {
+      cuda::Event queued;
+      queued.record(copier);
+      compute.wait(queued);
+    } catch (...) {
+      try {
+        copier.synchronize();
+      } catch (...) {  // the first error is the one to report
+      }
+    }
     throw;
   }
-  cuda::Event copied;
-  copied.record(copier);
   fields = std::move(out);
   return copied;
 }
@@ -213,8 +221,19 @@ class EpochRun {
   };
 
   /// Later work on the compute stream waits for the batch's copy to the device, if any.
+  /// When that wait cannot be queued, the host waits for the copy before reporting the
+  /// error, so the batch's memory is not reused while the copy still writes it.
   void wait_for_copy(const Result& r) const {
-    if (r.copied) consumer_->wait(*r.copied);
+    if (!r.copied) return;
+    try {
+      consumer_->wait(*r.copied);
+    } catch (...) {
+      try {
+        r.copied->synchronize();
+      } catch (...) {  // the first error is the one to report
+      }
+      throw;
+    }
   }
   /// The same for a batch dropped in the destructor or a worker, where a throw would end the
   /// process: once the device has failed (a sticky error, the runtime unloading at exit) the
