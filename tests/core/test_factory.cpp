@@ -36,6 +36,14 @@ TEST(Factory, ArangeLikePython) {
   EXPECT_EQ(f.numel(), 10);  // ceil((1 - 0) / 0.1)
   auto fv = values_of(f);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(fv[size_t(i)], double(float(0.1 * i)));
+  // start + i * step with the product rounded before the sum, whatever the build's CPU (an
+  // FMA would differ in the last bit for 14 of these 100, and from the CUDA kernel).
+  const auto d = values_of(arange(1.0, 11.0, 0.1, kFloat64));
+  ASSERT_EQ(d.size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    volatile double product = double(i) * 0.1;  // volatile: not fused with the sum
+    EXPECT_EQ(d[size_t(i)], 1.0 + product) << i;
+  }
   EXPECT_EQ(arange(3, 3).numel(), 0);
   EXPECT_THROW_MSG(arange(0, 5, 0), ValueError, "[arange] step must be nonzero");
   EXPECT_THROW_MSG(arange(5, 0, 1), ValueError, "[arange] upper bound 0 and lower bound 5");
@@ -47,6 +55,14 @@ TEST(Factory, LinspaceHitsBothEnds) {
   for (int i = 0; i < 7; ++i) EXPECT_NEAR(v[size_t(i)], -1 + 0.5 * i, 1e-15);
   EXPECT_EQ(v.front(), -1.0);
   EXPECT_EQ(v.back(), 2.0);
+  // The first half counts up from start, the second down from end, each product rounded.
+  const int64_t n = 101;
+  const double step = (1.0 - -1.3) / double(n - 1);
+  const auto u = values_of(linspace(-1.3, 1.0, n, kFloat64));
+  for (int64_t i = 0; i < n; ++i) {
+    volatile double product = step * double(i < n / 2 ? i : n - i - 1);
+    EXPECT_EQ(u[size_t(i)], i < n / 2 ? -1.3 + product : 1.0 - product) << i;
+  }
   auto w = values_of(linspace(0, 1, 1));
   EXPECT_EQ(w, (std::vector<double>{0}));
   EXPECT_EQ(linspace(0, 1, 0).numel(), 0);
