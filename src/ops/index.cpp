@@ -346,6 +346,9 @@ Tensor trilu(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
   IGNIS_CHECK(x.dim() >= 2, ShapeError,
               "[{}] expects a tensor of at least 2 dimensions, got shape {}", op,
               shape_str(x.sizes()));
+  // Past the matrix's own sizes every diagonal keeps all elements or none: clamped there, so
+  // the kernels' row + diagonal cannot overflow (tril(x, INT64_MAX) is x).
+  diagonal = std::clamp<int64_t>(diagonal, -x.size(-2), x.size(-1));
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) trilu_kernel.get(x.device())(TriluArgs{out, x, diagonal, lower});
   if (needs_grad({&x})) record_trilu(lower, diagonal, x, out);

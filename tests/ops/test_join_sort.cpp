@@ -370,7 +370,17 @@ TEST(Trilu, BatchesNonSquareDiagonals) {
   for (DType dt : kDTypes)
     for (Layout layout : kAllLayouts)
       for (const Shape& s : {Shape{3, 4}, Shape{5, 3}, Shape{2, 3, 4, 5}, Shape{2, 0, 3}})
-        for (int64_t diag : {-6, -2, -1, 0, 1, 3, 7}) {
+        // The extremes: i + diagonal must not overflow (every element kept, or none).
+        for (int64_t diag :
+             {std::numeric_limits<int64_t>::min(),
+              int64_t(-6),
+              int64_t(-2),
+              int64_t(-1),
+              int64_t(0),
+              int64_t(1),
+              int64_t(3),
+              int64_t(7),
+              std::numeric_limits<int64_t>::max()}) {
           const std::vector<double> xv = sample(dt, numel_of(s), ++seed);
           Tensor x = make_input(xv, s, dt, layout);
           std::vector<double> lo(xv.size()), up(xv.size());
