@@ -284,12 +284,12 @@ enum class Pass : int { Forward, Data, Filter };
 /// contain: a shape first met inside a capture takes cuDNN's heuristics instead.
 bool benchmark_now() { return cudnn_benchmark() && !ignis::detail::capture_underway(); }
 
-/// The largest power of two up to 256 that divides every operand's address: cuDNN may refuse
+/// The largest power of two up to 256 that divides the operand's address: cuDNN may refuse
 /// an algorithm for alignment alone, so calls on differently aligned views (a storage offset)
-/// keep lists of their own rather than pruning the aligned calls' best algorithms.
-int64_t alignment_of(std::initializer_list<const Tensor*> ts) {
-  uintptr_t bits = 256;
-  for (const Tensor* t : ts) bits |= reinterpret_cast<uintptr_t>(t->data_ptr());
+/// keep lists of their own rather than pruning the aligned calls' best algorithms. Each
+/// operand's own: x 16-aligned with y 2-aligned is another problem than the other way round.
+int64_t alignment_of(const Tensor& t) {
+  const uintptr_t bits = uintptr_t(256) | reinterpret_cast<uintptr_t>(t.data_ptr());
   return int64_t(bits & (~bits + 1));
 }
 
@@ -304,9 +304,16 @@ AlgoKey key_of(
     const Tensor& w,
     const Tensor& y,
     const Conv2dParams& p) {
-  AlgoKey k{int64_t(pass), device, int64_t(x.dtype()), int64_t(allow_tf32()),
-            int64_t(cudnn_benchmark()), int64_t(cudnn_deterministic()),
-            alignment_of({&x, &w, &y})};
+  AlgoKey k{
+      int64_t(pass),
+      device,
+      int64_t(x.dtype()),
+      int64_t(allow_tf32()),
+      int64_t(cudnn_benchmark()),
+      int64_t(cudnn_deterministic()),
+      alignment_of(x),
+      alignment_of(w),
+      alignment_of(y)};
   for (const Tensor* t : {&x, &w, &y})
     for (int d = 0; d < 4; ++d) k.push_back(t->size(d)), k.push_back(t->stride(d));
   for (int i = 0; i < 2; ++i) k.insert(k.end(), {p.stride[i], p.padding[i], p.dilation[i]});

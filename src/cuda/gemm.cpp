@@ -134,11 +134,12 @@ Operand operand(const GemmArgs& g, const GemmMatrix& x, int64_t rows, int64_t co
   return o;
 }
 
-/// Largest power of two up to 16 dividing every address the operand is read at.
+/// Largest power of two up to 256 (cuBLASLt's default assumption) dividing every address the
+/// operand is read at: telling it less than the truth excludes the algorithms that need more.
 uint32_t alignment(const char* base, const Shape& batch_strides, size_t item) {
   uint64_t bits = reinterpret_cast<uintptr_t>(base);
   for (int64_t s : batch_strides) bits |= uint64_t(s) * item;
-  uint32_t a = 16;
+  uint32_t a = 256;
   while (a > 1 && (bits % a) != 0) a /= 2;
   return a;
 }
