@@ -192,6 +192,22 @@ TEST(Copy, LargeTransposingCopiesKeepEveryValue) {
       ASSERT_EQ(t[size_t(i * 1030 + j)], fv[size_t(j * 1100 + i)]) << i << "," << j;
 }
 
+namespace {
+/// Checks x.permute(0, 2, 1, 3).contiguous() of a [B, H, S, D] tensor element by element.
+void expect_heads_swapped(const Tensor& x) {
+  const int64_t B = x.size(0), H = x.size(1), S = x.size(2), D = x.size(3);
+  const std::vector<double> src = values_of(x);
+  const std::vector<double> t = values_of(x.permute({0, 2, 1, 3}).contiguous());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t d = 0; d < D; ++d)
+          ASSERT_EQ(
+              t[size_t(((b * S + s) * H + h) * D + d)], src[size_t(((b * H + h) * S + s) * D + d)])
+              << b << "," << s << "," << h << "," << d;
+}
+}  // namespace
+
 TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
   // Rows contiguous in both tensors but short take the prefetching row copy (Note [Copies of
   // short rows]): the attention-head swap [B, H, S, D] -> [B, S, H, D] in float32 (1,000+
@@ -202,37 +218,17 @@ TEST(Copy, CopiesOfShortRowsKeepEveryValue) {
   const auto v = random_values(B * H * S * D, -100, 100, 8);
   for (DType dtype : {kFloat32, kInt64, kBFloat16, kBool}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const Tensor x = make_input(v, {B, H, S, D}, kFloat64).to(dtype);
-    const std::vector<double> src = values_of(x);
-    const std::vector<double> t = values_of(x.permute({0, 2, 1, 3}).contiguous());
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t d = 0; d < D; ++d)
-            ASSERT_EQ(
-                t[size_t(((b * S + s) * H + h) * D + d)],
-                src[size_t(((b * H + h) * S + s) * D + d)])
-                << b << "," << s << "," << h << "," << d;
+    expect_heads_swapped(make_input(v, {B, H, S, D}, kFloat64).to(dtype));
   }
   // Past 4 MiB the rows are written with streaming stores (Note [Streaming stores]): rows of
   // 9 floats start anywhere in a 32-byte line, rows of 8 doubles on a line.
   for (const auto& [dtype, depth] :
        {std::pair{kFloat32, int64_t(9)}, std::pair{kFloat64, int64_t(8)}}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const int64_t b2 = 2, h2 = 16, s2 = 4099;
-    const Tensor x =
-        make_input(random_values(b2 * h2 * s2 * depth, -100, 100, 11), {b2, h2, s2, depth}, dtype);
+    const Tensor x = make_input(
+        random_values(2 * 16 * 4099 * depth, -100, 100, 11), {2, 16, 4099, depth}, dtype);
     ASSERT_GE(x.nbytes(), size_t(4) << 20);
-    const std::vector<double> src = values_of(x);
-    const std::vector<double> t = values_of(x.permute({0, 2, 1, 3}).contiguous());
-    for (int64_t b = 0; b < b2; ++b)
-      for (int64_t s = 0; s < s2; ++s)
-        for (int64_t h = 0; h < h2; ++h)
-          for (int64_t d = 0; d < depth; ++d)
-            ASSERT_EQ(
-                t[size_t(((b * s2 + s) * h2 + h) * depth + d)],
-                src[size_t(((b * h2 + h) * s2 + s) * depth + d)])
-                << b << "," << s << "," << h << "," << d;
+    expect_heads_swapped(x);
   }
   const Tensor row = make_input(random_values(D, -1, 1, 9), {1, D}, kFloat32);
   const std::vector<double> r = values_of(row), e = values_of(row.expand({40, D}).contiguous());
