@@ -37,6 +37,14 @@ void leave_job(const Ranks& ranks) {
   if (ranks.distributed()) dist::destroy();
 }
 
+void end_job_after_error(const std::exception& e) {
+  if (!dist::is_initialized() || dist::world_size() < 2) return;
+  std::fflush(stdout);
+  fmt::print(stderr, "ignis: error: rank {}: {}\n", dist::rank(), e.what());
+  std::fflush(stderr);
+  dist::abort(2);  // the CLI's exit status for errors
+}
+
 namespace {
 template <typename T>
 void sum_in_place(const Ranks& ranks, std::vector<T>& values) {

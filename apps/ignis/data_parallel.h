@@ -12,6 +12,7 @@
 #include <ignis/ignis.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ Ranks join_job(ignis::Device& device);
 
 /// Leaves the job (every rank must call it); nothing with one process.
 void leave_job(const Ranks& ranks);
+
+/// Called with the error that ends this process's training: in a job of several processes,
+/// prints it with the rank and ends the whole job now (distributed::abort, as torchrun's agent
+/// stops the other workers), instead of leaving the others to wait in their next collective
+/// until the timeout while this process's communicators are torn down by static destruction.
+/// Returns (and the caller reports the error) outside such a job.
+void end_job_after_error(const std::exception& e);
 
 /// Element-wise sums over the ranks (in place; unchanged with one process).
 void sum_across_ranks(const Ranks& ranks, std::vector<double>& values);

@@ -20,6 +20,7 @@
 
 #include "command_line.h"
 #include "config_file.h"
+#include "data_parallel.h"
 #include "options.h"
 #include "out_of_memory_report.h"
 #include "train_data.h"
@@ -490,6 +491,11 @@ int ignis_cli::run_command_line(int argc, const char* const* argv, const Command
 }
 
 int ignis_cli::train_command(TrainOptions options) {
-  return run_reporting_out_of_memory(
-      [&](TrainProgress& progress) { return run_train(options, &progress); });
+  try {
+    return run_reporting_out_of_memory(
+        [&](TrainProgress& progress) { return run_train(options, &progress); });
+  } catch (const std::exception& e) {
+    end_job_after_error(e);  // one rank of several: ends the job here
+    throw;
+  }
 }
