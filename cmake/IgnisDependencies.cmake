@@ -119,7 +119,9 @@ if(NOT IGNIS_CUDA STREQUAL "OFF")
       set(IGNIS_HAVE_CUDA ON)
       # NCCL (GPU collectives of ignis::distributed): with the toolkit, or inside a Python
       # wheel (nvidia-nccl, whose library is only libnccl.so.2) on GPU machines.
-      find_library(IGNIS_NCCL_LIBRARY NAMES nccl libnccl.so.2
+      # NAMES_PER_DIR: the wheel's libnccl.so.2 before a system libnccl.so elsewhere, so the
+      # library comes from the same place as the header.
+      find_library(IGNIS_NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
                    HINTS ${CUDAToolkit_LIBRARY_DIR} ${IGNIS_NCCL_ROOT}/lib)
       find_path(IGNIS_NCCL_INCLUDE_DIR NAMES nccl.h
                 HINTS ${CUDAToolkit_INCLUDE_DIRS} ${IGNIS_NCCL_ROOT}/include)

@@ -64,13 +64,21 @@ int run_devices() {
     }
     fmt::print("gpu     no GPU: built with CUDA, but {}\n", why);
   } else {
+    // A library that cannot be loaded is named with the reason, and the devices still listed.
+    const auto version_of = [](const auto& get, bool cudnn) -> std::string {
+      try {
+        const int v = get();
+        return library_version_text(v, cudnn && v < 90000 ? 1000 : 10000);
+      } catch (const std::exception& e) {
+        return fmt::format("unavailable ({})", e.what());
+      }
+    };
     fmt::print(
         "cuda    driver {}, runtime {}, cuBLAS {}, cuDNN {}\n",
         cuda_version_text(ignis::cuda::driver_version()),
         cuda_version_text(ignis::cuda::runtime_version()),
-        library_version_text(ignis::cuda::cublas_version(), 10000),
-        library_version_text(
-            ignis::cuda::cudnn_version(), ignis::cuda::cudnn_version() >= 90000 ? 10000 : 1000));
+        version_of([] { return ignis::cuda::cublas_version(); }, false),
+        version_of([] { return ignis::cuda::cudnn_version(); }, true));
     for (int i = 0; i < ignis::cuda::device_count(); ++i) {
       const ignis::cuda::DeviceProperties p = ignis::cuda::get_device_properties(i);
       fmt::print(
