@@ -8,10 +8,11 @@
 // against the group's timeout (aborting the communicator on timeout or on an asynchronous NCCL
 // error, which makes the NCCL kernels return; every Work of an aborted communicator then
 // fails) and then makes the compute stream wait for the event, so kernels queued after wait()
-// see the result. A Work dropped unfinished makes the stream that wrote its inputs wait too,
-// so the tensors it kept are not reused while NCCL still reads or writes them. Every call that
-// switches to the communicator's device switches back. NCCL reduces bf16 and f16 natively (no
-// float32 round trip) and has a native average (ncclAvg).
+// see the result. The tensors' blocks are recorded as used on the NCCL stream, so their memory
+// is not handed out again before the collective is done; a Work dropped unfinished also makes
+// the stream that wrote its inputs wait, so later kernels there do not race the collective. Every
+// call that switches to the communicator's device switches back. NCCL reduces bf16 and f16 natively
+// (no float32 round trip) and has a native average (ncclAvg).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -19,6 +20,8 @@
 #include <thread>
 
 #include "core/graph_capture.h"
+#include "core/tensor_impl.h"
+#include "cuda/context.h"
 #include "distributed/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ops.h"
@@ -162,6 +165,15 @@ class NcclWork : public Work {
       return false;
     }
     check_cuda(rc, op_, *comm_);
+    // An asynchronous error makes NCCL's kernels return early, so a passed event alone does
+    // not say the result is whole.
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_->comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      const std::string what = nccl_error_text(async, *comm_);
+      comm_->abort(fmt::format("{} failed on rank {}: {}", op_, comm_->rank, what));
+      fail(op_, comm_->rank, comm_->size, what + "; the communicator was aborted");
+    }
     // Later kernels on Ignis's compute stream must see the result.
     check_cuda(cudaStreamWaitEvent(compute_stream(comm_->device), done_event_, 0), op_, *comm_);
     done_ = true;
@@ -267,13 +279,27 @@ class NcclBackend : public Backend {
              fmt::format("a tensor on {} given to the communicator of cuda:{}", t.device().str(),
                          comm_->device));
     OnDevice on(comm_->device, op, *comm_);
+    // The NCCL stream uses the tensors' memory: once freed, the caching allocator hands it out
+    // again only after the collective (whichever stream the tensor was allocated on).
+    for (const Tensor& t : keep)
+      if (t.numel() > 0)
+        ignis::cuda::detail::record_storage_stream(
+            t.impl()->storage->data, t.device(), false, comm_->stream);
     const cudaStream_t producer = compute_stream(comm_->device);
     auto w = std::make_shared<NcclWork>(comm_, op, timeout_, std::move(keep), producer);
     // The inputs were written by kernels on Ignis's compute stream (not the legacy default
     // stream, which it does not synchronise with): order after them.
     check_cuda(cudaEventRecord(w->event(), producer), op, *comm_);
     check_cuda(cudaStreamWaitEvent(comm_->stream, w->event(), 0), op, *comm_);
-    check_nccl(call(), op, *comm_);
+    const ncclResult_t rc = call();
+    // A failure other than this call's own arguments (a lost connection, an internal error)
+    // leaves the ranks out of step: the communicator takes no further collective.
+    if (rc != ncclSuccess && rc != ncclInvalidArgument && rc != ncclInvalidUsage) {
+      const std::string what = nccl_error_text(rc, *comm_);
+      comm_->abort(fmt::format("{} failed on rank {}: {}", op, comm_->rank, what));
+      fail(op, comm_->rank, comm_->size, what + "; the communicator was aborted");
+    }
+    check_nccl(rc, op, *comm_);
     check_cuda(cudaEventRecord(w->event(), comm_->stream), op, *comm_);
     return w;
   }

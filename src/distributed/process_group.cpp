@@ -1,9 +1,9 @@
 // ProcessGroup's front end: argument checks shared by every backend, staging of
 // non-contiguous tensors through contiguous copies, the choice of backend by device (MPI for
 // CPU tensors, NCCL for CUDA tensors), and blocking versus async_op calls.
-#include "distributed/backend.h"
-
+#include "core/graph_capture.h"
 #include "core/shape.h"
+#include "distributed/backend.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 
@@ -61,6 +61,9 @@ detail::Backend& ProcessGroup::backend_for(const Tensor& t, const char* op) {
   if (!t.defined()) fail(op, rank(), size(), "got an undefined tensor");
   if (t.is_cpu()) return *cpu_;
   if (!cuda_) {
+    // The communicator's set-up (MPI, ncclCommInitRank, a stream, cudaMalloc) must not run
+    // inside a CUDA graph capture either: refused before it, as the collective would be.
+    ignis::detail::refuse_during_capture(op, "runs an NCCL collective");
     if (!is_initialized() || !(device() == t.device()))
       fail(op, rank(), size(),
            fmt::format("a tensor on {} but this process's device is {}; CUDA collectives run "
