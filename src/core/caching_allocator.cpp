@@ -64,7 +64,8 @@ bool CachingAllocator::capture_routing() const {
 }
 
 bool CachingAllocator::capture_underway() const {
-  return !routing_.empty() || ignis::detail::capture_underway();
+  return !routing_.empty() || ignis::detail::capture_underway() ||
+         (shared_by_devices_ && ignis::detail::capture_underway_in_process());
 }
 
 CachingAllocator::Pool& CachingAllocator::pool_of(PrivatePool* owner, bool small) {

@@ -43,7 +43,9 @@
 // forbids those calls during capture); an out-of-memory then throws without retrying. Nor
 // does it record events: a block freed then that other streams used waits, unusable, until
 // the capture ends (an event recorded on the capturing stream would become a node of the
-// graph, and every later query of it an error).
+// graph, and every later query of it an error). The pinned host cache has no graph pools and
+// serves every device's streams: a capture on any thread holds its frees back and stops its
+// event queries and releases (cudaFreeHost may synchronise, invalidating the capture).
 #pragma once
 
 #include <cstddef>
@@ -102,8 +104,11 @@ class CachingAllocator {
   static constexpr size_t kLargeSegment = 20 << 20;
   static constexpr size_t kLargeRound = 2 << 20;      // larger: rounded up to 2 MiB
 
-  /// label names the memory in error messages ("cuda:0", "pinned host").
-  CachingAllocator(RawMemory& raw, std::string label) : raw_(raw), label_(std::move(label)) {}
+  /// label names the memory in error messages ("cuda:0", "pinned host"). shared_by_devices:
+  /// the memory serves every device's streams (pinned host memory), so a capture on any
+  /// thread counts as one under way (Note [Graph memory pools]).
+  CachingAllocator(RawMemory& raw, std::string label, bool shared_by_devices = false)
+      : raw_(raw), label_(std::move(label)), shared_by_devices_(shared_by_devices) {}
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -166,7 +171,8 @@ class CachingAllocator {
                      PrivatePool* owner);
   void release_segment(Block* b);
   void release_if_orphaned(Block* b);
-  /// A capture is under way: a graph pool routes some stream, or this thread is capturing.
+  /// A capture is under way: a graph pool routes some stream, or this thread is capturing
+  /// (any thread, for memory shared by the devices).
   bool capture_underway() const;
   /// Notes that work on stream (unless it is the block's own) uses live block b.
   void add_use(Block* b, RawMemory::Stream stream);
@@ -183,6 +189,7 @@ class CachingAllocator {
 
   RawMemory& raw_;
   std::string label_;
+  bool shared_by_devices_;
   mutable std::mutex mu_;
   Pool small_, large_;
   std::map<PoolId, PrivatePool> private_;  // node-based: PrivatePool pointers stay valid

@@ -3,15 +3,20 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "ignis/cuda_graph.h"
 
 namespace ignis::detail {
 namespace {
 thread_local std::vector<ReplayHook>* sink = nullptr;
 thread_local uint64_t captures_started = 0;
+std::atomic<int> threads_capturing{0};
 }
 
 bool capture_underway() { return sink != nullptr; }
+
+bool capture_underway_in_process() { return threads_capturing.load() > 0; }
 
 uint64_t capture_number() { return sink ? captures_started : 0; }
 
@@ -20,7 +25,8 @@ void add_replay_hook(ReplayHook hook) {
 }
 
 void set_capture_sink(std::vector<ReplayHook>* s) {
-  if (s && !sink) ++captures_started;
+  if (s && !sink) ++captures_started, ++threads_capturing;
+  if (!s && sink) --threads_capturing;
   sink = s;
 }
 

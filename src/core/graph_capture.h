@@ -14,6 +14,9 @@ using ReplayHook = std::function<void()>;
 
 /// True while a CUDA graph is being captured on this thread.
 bool capture_underway();
+/// True while any thread of the process captures a CUDA graph (memory that every device's
+/// streams use, pinned host memory, must then neither be freed nor wait on events).
+bool capture_underway_in_process();
 /// Which capture of this thread is under way (1, 2, ...: a new number for each), 0 without
 /// one: lets code add a replay hook once per capture.
 uint64_t capture_number();

@@ -139,7 +139,7 @@ class DeviceAllocator final : public ignis::detail::Allocator {
 /// Pinned host memory: one pool (stream key 0); record_stream guards async copies.
 class PinnedAllocator final : public ignis::detail::Allocator {
  public:
-  PinnedAllocator() : cache_(raw_, "pinned host") {}
+  PinnedAllocator() : cache_(raw_, "pinned host", /*shared_by_devices=*/true) {}
   void* allocate(size_t n) override {
     require_device(0, "pin_memory");  // pinned memory needs a driver and a device
     return cache_.allocate(n, 0);

@@ -4,11 +4,13 @@
 // counts follow from the rules of Note [Device caching allocator], worked out in comments.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
 #include <vector>
 
 #include "core/caching_allocator.h"
-#include "core/graph_capture.h"
 #include "core/fake_raw_memory.h"
+#include "core/graph_capture.h"
 #include "ignis/error.h"
 #include "ignis/out_of_memory.h"
 
@@ -130,6 +132,38 @@ TEST(CachingAllocatorGraphPool, FreesDuringACaptureRecordTheirEventsAfterIt) {
   ignis::detail::set_capture_sink(nullptr);
   pinned.free(pinned.allocate(4 * KiB, 0));  // the first call after the capture records it
   EXPECT_EQ(dev.events.size(), before + 1);
+
+  // Its memory serves every device's streams: another thread's capture holds frees back too,
+  // and neither waits nor releases (cudaFreeHost may synchronise). The device cache, whose
+  // graph pools say when its own device is captured, is not held back by another thread.
+  CachingAllocator shared(dev, "fake shared", /*shared_by_devices=*/true);
+  void* held = shared.allocate(4 * KiB, 0);
+  shared.record_stream(held, 7);
+  void* own = pinned.allocate(4 * KiB, 0);
+  pinned.record_stream(own, 7);
+  std::promise<void> capturing, done;
+  std::thread other([&] {
+    std::vector<ignis::detail::ReplayHook> other_hooks;
+    ignis::detail::set_capture_sink(&other_hooks);
+    capturing.set_value();
+    done.get_future().wait();
+    ignis::detail::set_capture_sink(nullptr);
+  });
+  capturing.get_future().wait();
+  const size_t before_free = dev.events.size();
+  shared.free(held);
+  EXPECT_EQ(dev.events.size(), before_free) << "an event recorded during another thread's capture";
+  const int waits_before = dev.waits;
+  const size_t reserved = shared.stats().reserved;
+  shared.empty_cache();
+  EXPECT_EQ(dev.waits, waits_before);
+  EXPECT_EQ(shared.stats().reserved, reserved);
+  pinned.free(own);  // not shared: recorded at once
+  EXPECT_EQ(dev.events.size(), before_free + 1);
+  done.set_value();
+  other.join();
+  shared.free(shared.allocate(4 * KiB, 0));  // the capture is over: held's event is recorded now
+  EXPECT_EQ(dev.events.size(), before_free + 2);
 }
 
 // cuda::capture_step's case: a tensor of the caller's stream 1, read by the step on the
