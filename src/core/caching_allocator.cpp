@@ -74,7 +74,7 @@ CachingAllocator::Pool& CachingAllocator::pool_of(PrivatePool* owner, bool small
 }
 
 void* CachingAllocator::allocate(size_t nbytes, RawMemory::Stream stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!capture_underway()) {  // no event records or queries during a capture
     record_deferred();
     process_events(false);
@@ -88,7 +88,7 @@ void* CachingAllocator::allocate(size_t nbytes, RawMemory::Stream stream) {
   if (b) {
     pool.erase(b);
   } else {
-    b = new_segment(rounded, stream, nbytes, owner);
+    b = new_segment(rounded, stream, nbytes, owner, lock);
   }
   split(b, rounded);
   b->allocated = true;
@@ -110,10 +110,24 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, size_t rounded,
   return *it;
 }
 
-CachingAllocator::Block* CachingAllocator::new_segment(size_t rounded, RawMemory::Stream stream,
-                                                       size_t requested, PrivatePool* owner) {
+bool CachingAllocator::wait_for_other_capture(std::unique_lock<std::mutex>& lock) {
+  if (routing_.empty() || ignis::detail::capture_underway()) return false;
+  return capture_ended_.wait_for(lock, kCaptureWait, [&] { return routing_.empty(); });
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(
+    size_t rounded,
+    RawMemory::Stream stream,
+    size_t requested,
+    PrivatePool* owner,
+    std::unique_lock<std::mutex>& lock) {
   const size_t seg = segment_size(rounded);
   void* p = raw_.allocate(seg);
+  // Out of memory while another thread captures a graph: nothing may be released until the
+  // capture ends, so wait for it (a DataLoader worker allocating the next batch while the
+  // trainer captures its step), then release and retry as usual. Not for the capture's own
+  // allocations (owner: its graph pool), which cannot wait for themselves.
+  if (!p && !owner) wait_for_other_capture(lock);
   if (!p && !capture_underway()) {
     // Out of memory: give back every cached segment (after the pending frees complete) and
     // try once more.
@@ -352,6 +366,7 @@ void CachingAllocator::end_private_pool(PoolId id) {
   if (it == private_.end() || !it->second.routing) return;
   it->second.routing = false;
   routing_.erase(it->second.stream);
+  capture_ended_.notify_all();
   if (!capture_underway()) record_deferred();
 }
 
@@ -363,6 +378,7 @@ void CachingAllocator::release_private_pool(PoolId id) {
   if (pool.routing) routing_.erase(pool.stream);
   pool.routing = false;
   pool.released = true;
+  capture_ended_.notify_all();
   if (capture_underway()) return;  // another capture: released by a later free or empty_cache
   release_whole_segments(pool.small);
   release_whole_segments(pool.large);

@@ -28,7 +28,9 @@
 //   record_stream; the event costs a few microseconds on a free that is rare in a step.
 // - When the raw allocation fails, every cached segment that is wholly free is released and
 //   the allocation is tried once more; a second failure throws OutOfMemoryError with the
-//   requested, free, allocated and reserved bytes.
+//   requested, free, allocated and reserved bytes. An allocation that runs out while another
+//   thread captures a graph on the device first waits for that capture to end (nothing may
+//   be released during one: Note [Graph memory pools]), up to kCaptureWait.
 //
 // Note [Graph memory pools]
 // A CUDA graph replays its kernels on the addresses they had at capture, so memory that a
@@ -40,7 +42,8 @@
 // (release_private_pool), the pool's wholly free segments are released at once and the others
 // as their last live block (a tensor the user still holds) is freed. While any capture is
 // under way the allocator neither queries nor waits for events and releases nothing (CUDA
-// forbids those calls during capture); an out-of-memory then throws without retrying. Nor
+// forbids those calls during capture); an out-of-memory then throws without retrying on the
+// capturing thread, and on another thread waits for the capture to end first. Nor
 // does it record events: a block freed then that other streams used waits, unusable, until
 // the capture ends (an event recorded on the capturing stream would become a node of the
 // graph, and every later query of it an error). The pinned host cache has no graph pools and
@@ -48,6 +51,8 @@
 // event queries and releases (cudaFreeHost may synchronise, invalidating the capture).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -103,6 +108,9 @@ class CachingAllocator {
   static constexpr size_t kMidLimit = 10 << 20;       // < 10 MiB: one 20 MiB segment
   static constexpr size_t kLargeSegment = 20 << 20;
   static constexpr size_t kLargeRound = 2 << 20;      // larger: rounded up to 2 MiB
+  /// How long an allocation that ran out of memory during another thread's capture waits
+  /// for it to end before it fails (a step's capture takes well under a second).
+  static constexpr std::chrono::seconds kCaptureWait{60};
 
   /// label names the memory in error messages ("cuda:0", "pinned host"). shared_by_devices:
   /// the memory serves every device's streams (pinned host memory), so a capture on any
@@ -167,8 +175,15 @@ class CachingAllocator {
 
   Pool& pool_of(PrivatePool* owner, bool small);
   Block* find_free(Pool& pool, size_t rounded, RawMemory::Stream stream);
-  Block* new_segment(size_t rounded, RawMemory::Stream stream, size_t requested,
-                     PrivatePool* owner);
+  Block* new_segment(
+      size_t rounded,
+      RawMemory::Stream stream,
+      size_t requested,
+      PrivatePool* owner,
+      std::unique_lock<std::mutex>& lock);
+  /// Out of memory on a thread that is not capturing while another captures on this memory:
+  /// waits (lock released, at most kCaptureWait) until no capture routes a stream; true then.
+  bool wait_for_other_capture(std::unique_lock<std::mutex>& lock);
   void release_segment(Block* b);
   void release_if_orphaned(Block* b);
   /// A capture is under way: a graph pool routes some stream, or this thread is capturing
@@ -191,6 +206,7 @@ class CachingAllocator {
   std::string label_;
   bool shared_by_devices_;
   mutable std::mutex mu_;
+  std::condition_variable capture_ended_;  // notified when a graph pool stops routing
   Pool small_, large_;
   std::map<PoolId, PrivatePool> private_;  // node-based: PrivatePool pointers stay valid
   std::unordered_map<RawMemory::Stream, PrivatePool*> routing_;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 
@@ -19,7 +20,10 @@ class FakeDevice final : public RawMemory {
   explicit FakeDevice(size_t capacity) : capacity_(capacity) {}
   void* allocate(size_t n) override {
     ++allocate_calls;
-    if (used + n > capacity_) return nullptr;
+    if (used + n > capacity_) {
+      ++failed_allocations;
+      return nullptr;
+    }
     used += n;
     const uintptr_t p = next_;
     next_ += n + 4096;  // a gap, so segments are never adjacent by accident
@@ -64,6 +68,7 @@ class FakeDevice final : public RawMemory {
   int queries = 0;  // event_done calls
   EventId fail_query = 0;  // event_done of this event throws (0: none)
   Stream fail_record = 0;  // record_event on this stream throws (0: none)
+  std::atomic<int> failed_allocations{0};  // read by a second thread while the first waits
 
  private:
   size_t capacity_;

@@ -4,6 +4,7 @@
 // counts follow from the rules of Note [Device caching allocator], worked out in comments.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 #include <vector>
@@ -183,6 +184,35 @@ TEST(CachingAllocatorGraphPool, AFreeUnderTheCapturingStreamWaitsForItsEventAfte
   EXPECT_EQ(dev.events.begin()->second.stream, RawMemory::Stream(7));
   dev.complete_all();
   EXPECT_EQ(a.allocate(64 * KiB, 1), caller);
+}
+
+// A DataLoader worker allocating while the trainer captures its step, near the memory limit:
+// nothing may be released during the capture, so instead of failing the worker waits for it
+// to end, then releases the cache and retries. The capturing thread ends its capture only
+// once the worker's raw allocation has failed; the allocator's lock, which the worker holds
+// from that failure until it waits, orders the end after the wait has begun.
+TEST(CachingAllocatorGraphPool, AnotherThreadOutOfMemoryDuringACaptureWaitsForItsEnd) {
+  FakeDevice dev(30 * MiB);
+  CachingAllocator a(dev, "fake");
+  a.free(a.allocate(12 * MiB, 1));  // a cached 12 MiB segment
+  const auto pool = a.begin_private_pool(7);
+  void* graph = a.allocate(16 * MiB, 7);  // the graph's segment: 28 of 30 MiB reserved
+  std::atomic<bool> returned{false};      // so a worker that never failed cannot hang the test
+  std::thread capturing([&] {
+    while (dev.failed_allocations.load() == 0 && !returned.load()) std::this_thread::yield();
+    a.end_private_pool(pool);  // the capture ends
+  });
+  // 14 MiB: neither the cached segment nor the 2 MiB left can hold it.
+  void* batch = nullptr;
+  EXPECT_NO_THROW(batch = a.allocate(13 * MiB, 1));
+  returned = true;
+  capturing.join();
+  EXPECT_EQ(dev.failed_allocations.load(), 1);
+  EXPECT_EQ(a.stats().retries, 1u);  // after the capture: the cache released, tried again
+  EXPECT_EQ(a.stats().ooms, 0u);
+  a.free(batch);
+  a.free(graph);
+  a.release_private_pool(pool);
 }
 
 TEST(CachingAllocatorGraphPool, NoEventQueriesWaitsOrReleasesDuringACapture) {
