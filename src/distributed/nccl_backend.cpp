@@ -69,6 +69,13 @@ void check_nccl(ncclResult_t rc, const char* op, const NcclComm& c) {
   if (rc == ncclSuccess) return;
   fail(op, c.rank, c.size, nccl_error_text(rc, c));
 }
+/// An NCCL error after which the ranks may be out of step: aborts the communicator (NCCL's
+/// rule: its queued kernels return, and it takes no further collective) and fails op.
+[[noreturn]] void abort_and_fail(NcclComm& c, const char* op, ncclResult_t rc) {
+  const std::string what = nccl_error_text(rc, c);
+  c.abort(fmt::format("{} failed on rank {}: {}", op, c.rank, what));
+  fail(op, c.rank, c.size, what + "; the communicator was aborted");
+}
 /// A communicator aborted by a timeout or an error takes no collective and hands out no result.
 void check_usable(const char* op, const NcclComm& c) {
   if (!c.broken.empty())
@@ -155,29 +162,24 @@ class NcclWork : public Work {
     cudaError_t rc = cudaEventQuery(done_event_);
     if (rc == cudaErrorNotReady) {
       (void)cudaGetLastError();  // kept as the last error too; a later launch check would see it
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_->comm, &async);
-      if (async != ncclSuccess && async != ncclInProgress) {
-        const std::string what = nccl_error_text(async, *comm_);
-        comm_->abort(fmt::format("{} failed on rank {}: {}", op_, comm_->rank, what));
-        fail(op_, comm_->rank, comm_->size, what + "; the communicator was aborted");
-      }
+      check_async_error();
       return false;
     }
     check_cuda(rc, op_, *comm_);
     // An asynchronous error makes NCCL's kernels return early, so a passed event alone does
     // not say the result is whole.
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(comm_->comm, &async);
-    if (async != ncclSuccess && async != ncclInProgress) {
-      const std::string what = nccl_error_text(async, *comm_);
-      comm_->abort(fmt::format("{} failed on rank {}: {}", op_, comm_->rank, what));
-      fail(op_, comm_->rank, comm_->size, what + "; the communicator was aborted");
-    }
+    check_async_error();
     // Later kernels on Ignis's compute stream must see the result.
     check_cuda(cudaStreamWaitEvent(compute_stream(comm_->device), done_event_, 0), op_, *comm_);
     done_ = true;
     return true;
+  }
+
+  /// An asynchronous NCCL error aborts the communicator and fails this Work.
+  void check_async_error() {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_->comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) abort_and_fail(*comm_, op_, async);
   }
 
   void wait() override {
@@ -294,11 +296,8 @@ class NcclBackend : public Backend {
     const ncclResult_t rc = call();
     // A failure other than this call's own arguments (a lost connection, an internal error)
     // leaves the ranks out of step: the communicator takes no further collective.
-    if (rc != ncclSuccess && rc != ncclInvalidArgument && rc != ncclInvalidUsage) {
-      const std::string what = nccl_error_text(rc, *comm_);
-      comm_->abort(fmt::format("{} failed on rank {}: {}", op, comm_->rank, what));
-      fail(op, comm_->rank, comm_->size, what + "; the communicator was aborted");
-    }
+    if (rc != ncclSuccess && rc != ncclInvalidArgument && rc != ncclInvalidUsage)
+      abort_and_fail(*comm_, op, rc);
     check_nccl(rc, op, *comm_);
     check_cuda(cudaEventRecord(w->event(), comm_->stream), op, *comm_);
     return w;
