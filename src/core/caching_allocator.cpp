@@ -110,9 +110,9 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, size_t rounded,
   return *it;
 }
 
-bool CachingAllocator::wait_for_other_capture(std::unique_lock<std::mutex>& lock) {
-  if (routing_.empty() || ignis::detail::capture_underway()) return false;
-  return capture_ended_.wait_for(lock, kCaptureWait, [&] { return routing_.empty(); });
+void CachingAllocator::wait_for_other_capture(std::unique_lock<std::mutex>& lock) {
+  if (routing_.empty() || ignis::detail::capture_underway()) return;
+  capture_ended_.wait_for(lock, kCaptureWait, [&] { return routing_.empty(); });
 }
 
 CachingAllocator::Block* CachingAllocator::new_segment(

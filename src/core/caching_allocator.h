@@ -182,8 +182,8 @@ class CachingAllocator {
       PrivatePool* owner,
       std::unique_lock<std::mutex>& lock);
   /// Out of memory on a thread that is not capturing while another captures on this memory:
-  /// waits (lock released, at most kCaptureWait) until no capture routes a stream; true then.
-  bool wait_for_other_capture(std::unique_lock<std::mutex>& lock);
+  /// waits (lock released, at most kCaptureWait) until no capture routes a stream.
+  void wait_for_other_capture(std::unique_lock<std::mutex>& lock);
   void release_segment(Block* b);
   void release_if_orphaned(Block* b);
   /// A capture is under way: a graph pool routes some stream, or this thread is capturing

@@ -233,16 +233,16 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
-/// The three descriptors of one convolution: x [N, C, H, W], w, y [N, O, Ho, Wo]. The call is
-/// NHWC when either activation is channels-last (the front end gives both the same layout;
-/// one of them may have C = 1 and so also be NCHW-contiguous), and the filter is described
-/// in that layout: cuDNN picks its NHWC kernels only for an NHWC filter.
 /// Whether a convolution call over x and y runs in NHWC: either operand channels-last (a
 /// tensor with 1x1 planes reads as NCHW, so one operand alone can miss it).
 bool nhwc_call(const Tensor& x, const Tensor& y) {
   return ignis::detail::is_channels_last(x) || ignis::detail::is_channels_last(y);
 }
 
+/// The three descriptors of one convolution: x [N, C, H, W], w, y [N, O, Ho, Wo]. The call is
+/// NHWC when either activation is channels-last (the front end gives both the same layout;
+/// one of them may have C = 1 and so also be NCHW-contiguous), and the filter is described
+/// in that layout: cuDNN picks its NHWC kernels only for an NHWC filter.
 struct Descs {
   bool nhwc;
   TensorDesc x, y;

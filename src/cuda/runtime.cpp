@@ -187,9 +187,7 @@ int device_with_context() {
   int current = 0;
   if (cudaGetDevice(&current) != cudaSuccess) return 0;
   if (has_primary_context(current)) return current;
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-  for (int d = 0; d < count; ++d)
+  for (int d = 0; d < device_count(); ++d)
     if (has_primary_context(d)) return d;
   return current;
 }
