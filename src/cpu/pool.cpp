@@ -450,7 +450,9 @@ InteriorColumns vector_columns(
   const int64_t lo = (pad + s - 1) / s;        // the first ow with ow * s - pad >= 0
   const int64_t last_tap = (k - 1) * d - pad;  // the last tap's column is ow * s + last_tap
   const int64_t hi = W - 1 - last_tap < 0 ? lo : std::min(Wo, (W - 1 - last_tap) / s + 1);
-  return hi - lo >= 8 ? InteriorColumns{lo, hi} : InteriorColumns{lo, lo};
+  // None is {0, 0}, not {lo, lo}: the callers' scalar loops take [0, lo) and [hi, Wo), and lo
+  // can lie past Wo (a dilated window padded by more than half its kernel).
+  return hi - lo >= 8 ? InteriorColumns{lo, hi} : InteriorColumns{0, 0};
 }
 
 // Strides are read once into locals: Tensor::stride() is an out-of-line, checked call, and in

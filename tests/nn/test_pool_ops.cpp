@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "nn/nn_test_helpers.h"
+#include "ops/nn_kernels.h"
 
 namespace ignis {
 namespace {
@@ -233,6 +234,40 @@ TEST(Pool2d, MaxPoolTiesNaNAnd3dInput) {
     EXPECT_EQ(zi[size_t(o)], best) << "window " << o;
     EXPECT_TRUE(std::isnan(m) ? std::isnan(zo[size_t(o)]) : zo[size_t(o)] == m) << "window " << o;
   }
+}
+
+TEST(Pool2d, MaxPoolWritesOnlyItsOutputColumns) {
+  // Taps at w = -3, 0, 3 over a row one pixel wide: Wo = 1, and the first column whose window
+  // starts inside the row (ceil(pad / stride) = 3) lies past the output. Each output is its
+  // input pixel, index h.
+  detail::Pool2dParams p = pp({1, 3}, {1, 1}, {0, 3}, {1, 3}, false);
+  for (DType dtype : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor x = make_input({0, 1, 2, 3, 4, 5}, {1, 2, 3, 1}, dtype);
+    // Output rows one column wide inside rows of four: columns 1-3 hold sentinels the kernel
+    // must leave alone.
+    Tensor out = full({1, 2, 3, 4}, 42.0, TensorOptions(dtype));
+    Tensor idx = full({1, 2, 3, 4}, int64_t(42), TensorOptions(kInt64));
+    detail::max_pool2d_forward_kernel.get(Device::cpu())(
+        x, out.narrow(3, 0, 1), idx.narrow(3, 0, 1), p);
+    std::vector<double> want_out;
+    std::vector<int64_t> want_idx;
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t col = 0; col < 4; ++col) {
+        want_out.push_back(col == 0 ? double(i) : 42.0);
+        want_idx.push_back(col == 0 ? i % 3 : 42);
+      }
+    EXPECT_EQ(values_of(out), want_out);
+    EXPECT_EQ(idx.to_vector<int64_t>(), want_idx);
+  }
+  // Planes of 64 rows on the threads: a write past one plane's last row would land in the next
+  // plane's first outputs.
+  const Tensor x = make_input(random_values(128, -1, 1, 31), {1, 2, 64, 1}, kFloat32);
+  const auto r = detail::max_pool2d_forward(x, p);
+  EXPECT_EQ(values_of(r.output), values_of(x));
+  std::vector<int64_t> want(128);
+  for (int64_t i = 0; i < 128; ++i) want[size_t(i)] = i % 64;
+  EXPECT_EQ(r.indices.to_vector<int64_t>(), want);
 }
 
 TEST(Pool2d, AdaptiveAvgMatchesStartEndFormula) {
