@@ -57,7 +57,10 @@ void forward(const Tensor& in, const Tensor& out, const ResampleParams& p) {
   if (detail::channels_inner(in, out)) {
     // Pixel by pixel: each output pixel's C values from one or four source pixels.
     detail::parallel_for(
-        0, N * Ho * Wo, std::max<int64_t>(1, detail::kGrainSize / C), [&](int64_t q0, int64_t q1) {
+        0,
+        N * Ho * Wo,
+        std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, C)),
+        [&](int64_t q0, int64_t q1) {
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t n = q / (Ho * Wo), oh = q / Wo % Ho, ow = q % Wo;
             T* o = y + n * so[0] + oh * so[2] + ow * so[3];
@@ -84,7 +87,10 @@ void forward(const Tensor& in, const Tensor& out, const ResampleParams& p) {
   }
   // Plane by plane, row by row.
   detail::parallel_for(
-      0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)), [&](int64_t p0, int64_t p1) {
+      0,
+      N * C,
+      std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, Ho * Wo)),
+      [&](int64_t p0, int64_t p1) {
         for (int64_t pl = p0; pl < p1; ++pl) {
           const int64_t n = pl / C, c = pl % C;
           const T* xp = x + n * si[0] + c * si[1];
@@ -157,7 +163,10 @@ void backward(const Tensor& go, const Tensor& gi, const ResampleParams& p) {
     return;
   }
   detail::parallel_for(
-      0, N * C, std::max<int64_t>(1, detail::kGrainSize / (Ho * Wo)), [&](int64_t p0, int64_t p1) {
+      0,
+      N * C,
+      std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, Ho * Wo)),
+      [&](int64_t p0, int64_t p1) {
         for (int64_t pl = p0; pl < p1; ++pl) {
           const int64_t n = pl / C, c = pl % C;
           T* dp = d + n * sd[0] + c * sd[1];

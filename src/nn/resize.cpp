@@ -152,12 +152,23 @@ Tensor pad(const Tensor& x, const Shape& pads, const std::string& mode, double v
 
 namespace {
 /// The taps of an axis of size `in` resized to `out`: nearest index, or the two bilinear taps
-/// and the second one's weight (PyTorch's source-index rules).
+/// and the second one's weight (PyTorch's source-index rules: an axis that keeps its size is
+/// copied; nearest doubles an axis by halving the index, and otherwise steps in float, as
+/// PyTorch's nearest_idx does, so that floor() lands on the same pixel).
 ResampleAxis resize_axis(int64_t in, int64_t out, double scale, const InterpolateOptions& o) {
   ResampleAxis a;
+  const float nearest_step = o.scale_factor ? float(1.0 / *o.scale_factor) : float(in) / float(out);
   for (int64_t i = 0; i < out; ++i) {
     if (o.mode == "nearest") {
-      a.i0.push_back(std::min<int64_t>(int64_t(std::floor(double(i) * scale)), in - 1));
+      a.i0.push_back(
+          out == in ? i
+          : out == 2 * in
+              ? i / 2
+              : std::min<int64_t>(int64_t(std::floor(float(i) * nearest_step)), in - 1));
+      continue;
+    }
+    if (out == in) {
+      a.i0.push_back(i), a.i1.push_back(i), a.w1.push_back(0.0);
       continue;
     }
     double src = o.align_corners ? (out > 1 ? double(i) * double(in - 1) / double(out - 1) : 0.0)

@@ -119,6 +119,46 @@ void expect_layouts_and_dtypes_agree(
 }
 }  // namespace
 
+TEST(Interpolate, NearestPicksPyTorchsSourcePixel) {
+  // PyTorch's nearest_idx: an axis that keeps its size is copied, one that doubles halves the
+  // index, any other steps by in / out in float (1 / scale_factor when a scale is given), so
+  // floor() lands on the pixel float arithmetic gives, not the exact quotient: 26 -> 46 takes
+  // pixel 13 for column 23 (23 * 26 / 46 = 12.9999... in float it rounds up to 13.0).
+  auto pytorch_index = [](int64_t i, int64_t in, int64_t out, float step) -> int64_t {
+    if (out == in) return i;
+    if (out == 2 * in) return i / 2;
+    return std::min<int64_t>(int64_t(std::floor(float(i) * step)), in - 1);
+  };
+  for (int64_t in = 1; in <= 40; ++in) {
+    const Tensor x = arange(0, in, 1, kFloat32).reshape({1, 1, 1, in});
+    for (int64_t out = 1; out <= 90; ++out) {
+      const auto got = values_of(F::interpolate(x, {.size = Size2{1, out}}));
+      for (int64_t i = 0; i < out; ++i)
+        ASSERT_EQ(got[size_t(i)], double(pytorch_index(i, in, out, float(in) / float(out))))
+            << in << " -> " << out << " column " << i;
+    }
+  }
+  const Tensor x26 = arange(0, 26, 1, kFloat32).reshape({1, 1, 1, 26});
+  EXPECT_EQ(values_of(F::interpolate(x26, {.size = Size2{1, 46}}))[23], 13.0);
+  const Tensor x2 = arange(0, 2, 1, kFloat32).reshape({1, 1, 1, 2});
+  EXPECT_EQ(values_of(F::interpolate(x2, {.size = Size2{1, 98}}))[49], 1.0);
+  // With a scale factor the step is float(1 / scale): 7 * 1.7 -> 11 columns.
+  const Tensor x7 = arange(0, 7, 1, kFloat32).reshape({1, 1, 1, 7});
+  const auto scaled = values_of(F::interpolate(x7, {.scale_factor = 1.7}));
+  ASSERT_EQ(scaled.size(), size_t(11));  // the one-pixel height stays: floor(1.7) = 1
+  for (int64_t i = 0; i < 11; ++i)
+    EXPECT_EQ(scaled[size_t(i)], double(pytorch_index(i, 7, 11, float(1.0 / 1.7))));
+}
+
+TEST(Interpolate, BilinearCopiesAnAxisThatKeepsItsSize) {
+  // A scale factor whose size rounds back to the input's (5 * 1.1 -> 5): PyTorch copies that
+  // axis instead of stepping by 1 / 1.1.
+  const Tensor x = random_tensor({1, 2, 3, 5}, -1, 1, 9);
+  const Tensor y = F::interpolate(x, {.scale_factor = 1.1, .mode = "bilinear"});
+  ASSERT_EQ(y.sizes(), x.sizes());
+  EXPECT_EQ(values_of(y), values_of(x));
+}
+
 TEST(Pad, KernelLayoutsDtypesAndGradients) {
   for (std::string mode : {"constant", "reflect", "replicate"}) {
     expect_layouts_and_dtypes_agree(
