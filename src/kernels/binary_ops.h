@@ -6,6 +6,7 @@
 // Adding an op: functor + enum + list entry here, front end in src/ops/elementwise.cpp.
 #pragma once
 
+#include "kernels/convert.h"
 #include "kernels/fast_pow.h"
 #include "kernels/host_device.h"
 
@@ -37,14 +38,15 @@ struct Add {
   BinaryParams p;
   template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a || b;  // bool + bool is logical or
-    else return p.alpha == 1 ? T(a + b) : T(a + T(p.alpha) * b);
+    else
+      return p.alpha == 1 ? T(a + b) : T(a + convert<T>(p.alpha) * b);
   }
 };
 struct Sub {
   IGNIS_BINARY_HEADER(sub, Arithmetic)
   BinaryParams p;
   template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const {
-    return p.alpha == 1 ? T(a - b) : T(a - T(p.alpha) * b);
+    return p.alpha == 1 ? T(a - b) : T(a - convert<T>(p.alpha) * b);
   }
 };
 struct Mul {
@@ -54,6 +56,16 @@ struct Mul {
     else return T(a * b);
   }
 };
+/// -a with two's-complement wrap-around: the quotient of a signed integer by -1. The lowest
+/// value divided by -1 overflows, which x86's idiv traps (SIGFPE, the process killed) and a
+/// GPU leaves unspecified; PyTorch's CPU kernels crash there too. Both devices give the lowest
+/// value back instead.
+template <class T>
+IGNIS_HOST_DEVICE T negate_wrapping(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(a)));
+}
+
 /// Python's //: rounds toward negative infinity. Integer b == 0 is rejected by the front end.
 struct DivFloor {
   IGNIS_BINARY_HEADER(div_floor, Arithmetic)
@@ -61,6 +73,7 @@ struct DivFloor {
     if constexpr (std::is_integral_v<T>) {
       if constexpr (std::is_unsigned_v<T>) return T(a / b);
       else {
+        if (b == T(-1)) return negate_wrapping(a);
         T q = T(a / b);
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
         return q;
@@ -81,7 +94,10 @@ struct DivFloor {
 struct DivTrunc {
   IGNIS_BINARY_HEADER(div_trunc, Arithmetic)
   template <class T> IGNIS_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return T(a / b);
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+      return b == T(-1) ? negate_wrapping(a) : T(a / b);
+    else if constexpr (std::is_integral_v<T>)
+      return T(a / b);
     else return std::trunc(a / b);
   }
 };

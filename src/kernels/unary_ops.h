@@ -8,6 +8,7 @@
 // src/ops/elementwise.cpp, a row in the test table. The CPU and CUDA loops pick it up.
 #pragma once
 
+#include "kernels/convert.h"
 #include "kernels/fast_math.h"
 #include "kernels/fast_trig.h"
 #include "kernels/host_device.h"
@@ -79,7 +80,7 @@ struct Clamp {
     }
   };
   template <class T> IGNIS_HOST_DEVICE Bounds<T> specialize() const {
-    return {p.has_a ? T(p.a) : lowest<T>(), p.has_b ? T(p.b) : highest<T>()};
+    return {p.has_a ? convert<T>(p.a) : lowest<T>(), p.has_b ? convert<T>(p.b) : highest<T>()};
   }
 
  private:

@@ -1,12 +1,15 @@
 // Elementwise ops: type promotion, broadcasting and the front end of every unary, binary and
 // ternary function in ops.h. The math lives in src/kernels/{unary,binary}_ops.h; this file
 // only decides dtypes and shapes and calls one kernel per op.
+#include "ops/elementwise.h"
+
+#include <limits>
+
 #include "amp/autocast_policy.h"
 #include "autograd/record.h"
 #include "core/dispatch.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
-#include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
 #include "ops/write_checks.h"
 
@@ -414,6 +417,26 @@ UnaryParams clamp_params(const std::optional<Scalar>& lo, const std::optional<Sc
   IGNIS_CHECK(lo || hi, ValueError, "[clamp] at least one of min and max must be given");
   return UnaryParams{lo ? lo->to_double() : 0, hi ? hi->to_double() : 0, bool(lo), bool(hi)};
 }
+/// An integer tensor's bound must fit its dtype, as PyTorch requires (a uint8 bound may also be
+/// negative down to -255, which wraps as a conversion does): past int32 the kernels' conversion
+/// of the bound would be undefined, and differ between devices.
+void check_clamp_bound(const char* name, const std::optional<Scalar>& v, DType t) {
+  if (!v || !v->is_integral() || !is_integral(t)) return;
+  const int64_t i = v->to_int();
+  auto fits = [&]<class T>(T) {
+    constexpr int64_t hi = int64_t(std::numeric_limits<T>::max());
+    return (std::is_unsigned_v<T> ? -hi : int64_t(std::numeric_limits<T>::lowest())) <= i &&
+           i <= hi;
+  };
+  const bool ok = t == kUInt8 ? fits(uint8_t()) : t == kInt32 ? fits(int32_t()) : true;
+  IGNIS_CHECK(
+      ok,
+      ValueError,
+      "[clamp] {} = {} cannot be converted to {} without overflow",
+      name,
+      i,
+      dtype_name(t));
+}
 DType clamp_type(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   const Scalar none_lo = lo.value_or(Scalar(int64_t(0))), none_hi = hi.value_or(Scalar(int64_t(0)));
   return detail::result_type({Op(x), Op(none_lo), Op(none_hi)});
@@ -422,8 +445,10 @@ DType clamp_type(const Tensor& x, const std::optional<Scalar>& lo, const std::op
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   IGNIS_CHECK(x.dtype() != kBool, DTypeError, "[clamp] is not supported for bool tensors");
-  return un(x.to(clamp_type(x, lo, hi)), UnaryOp::clamp, OpKind::Numeric, "clamp",
-            clamp_params(lo, hi));
+  const DType t = clamp_type(x, lo, hi);
+  check_clamp_bound("min", lo, t);
+  check_clamp_bound("max", hi, t);
+  return un(x.to(t), UnaryOp::clamp, OpKind::Numeric, "clamp", clamp_params(lo, hi));
 }
 Tensor clamp_min(const Tensor& x, const Scalar& lo) { return clamp(x, lo, std::nullopt); }
 Tensor clamp_max(const Tensor& x, const Scalar& hi) { return clamp(x, std::nullopt, hi); }
@@ -431,6 +456,8 @@ Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   IGNIS_CHECK(can_cast(clamp_type(x, lo, hi), x.dtype()), DTypeError,
               "[clamp_] float bounds cannot be applied in place to the {} tensor",
               dtype_name(x.dtype()));
+  check_clamp_bound("min", lo, x.dtype());
+  check_clamp_bound("max", hi, x.dtype());
   return un_(x, UnaryOp::clamp, OpKind::Numeric, "clamp", clamp_params(lo, hi));
 }
 

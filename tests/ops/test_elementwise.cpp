@@ -2,10 +2,11 @@
 // the op, the ignis call, the float64 reference and the input domain; one test per property
 // runs every row over dtypes, memory layouts and shapes (scalar, empty, odd length,
 // 3-D, and > 1M elements for the threaded path). Adding an op adds a row.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
+#include <limits>
 
 #include "core/shape.h"
 #include "support/test_support.h"
@@ -248,6 +249,66 @@ TEST(Binary, IntegerDivisionRoundsLikePython) {
   EXPECT_TRUE(all_close(f, {3, -4, INFINITY}, 0, 0));
   EXPECT_THROW_MSG(div(a, tensor<int64_t>({1, 1, 0, 1, 1}), RoundingMode::Floor), ValueError, "[div] integer division by zero");
   EXPECT_THROW_MSG(div(a, Scalar(0), RoundingMode::Trunc), ValueError, "integer division by zero");
+}
+
+TEST(Binary, LowestIntegerDividedByMinusOneWrapsInsteadOfTrapping) {
+  // x86's idiv traps on lowest / -1 (SIGFPE would kill the process); the quotient wraps to
+  // lowest, as two's-complement negation does, and every other value divided by -1 is exact.
+  auto check = [&]<class T>(T) {
+    SCOPED_TRACE(dtype_name(dtype_of<T>));
+    const T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    const Tensor a = tensor<T>({lo, T(lo + 1), T(7), T(-7), T(0), hi});
+    const Tensor minus_one = full({6}, -1, dtype_of<T>);
+    const std::vector<double> expect{double(lo), double(hi), -7, 7, 0, -double(hi)};
+    for (RoundingMode m : {RoundingMode::Floor, RoundingMode::Trunc}) {
+      EXPECT_EQ(values_of(div(a, minus_one, m)), expect);
+      EXPECT_EQ(values_of(div(a, Scalar(-1), m)), expect);
+    }
+    EXPECT_EQ(values_of(floor_divide(a, minus_one)), expect);
+  };
+  check(int32_t()), check(int64_t());
+}
+
+TEST(Binary, NegativeValuesWrapIntoUint8AsPyTorchConverts) {
+  // PyTorch's CPU conversion of a floating value to uint8 keeps the low byte of its int32
+  // truncation: -1.0 -> 255, 300.0 -> 44, -129.0 -> 127.
+  const std::vector<double> v{-1, -3, 300, -129, -2.75, -254, 255, 0.5};  // exact in bf16
+  std::vector<double> wrapped;
+  for (double x : v) wrapped.push_back(double(((int64_t(x) % 256) + 256) % 256));
+  for (DType from : {kFloat32, kFloat64, kBFloat16, kFloat16})
+    EXPECT_EQ(values_of(tensor<double>(v).to(from).to(kUInt8)), wrapped) << dtype_name(from);
+  // The same conversion under arange's values and add's alpha.
+  std::vector<double> range;
+  for (int64_t i = -3; i < 3; ++i) range.push_back(double((i + 256) % 256));
+  EXPECT_EQ(values_of(arange(-3, 3, 1, kUInt8)), range);
+  const Tensor a = tensor<uint8_t>({5, 200, 0}), b = tensor<uint8_t>({3, 100, 1});
+  EXPECT_EQ(values_of(add(a, b, -1)), (std::vector<double>{2, 100, 255}));
+  EXPECT_EQ(values_of(sub(a, b, -1)), (std::vector<double>{8, 44, 1}));
+}
+
+TEST(Unary, IntegerClampBoundsMustFitTheDtype) {
+  // As PyTorch: a bound past the dtype is an error, except that uint8 takes negative bounds
+  // down to -255, which wrap (min = -1 is 255, so everything becomes 255).
+  const Tensor u = tensor<uint8_t>({5, 200});
+  EXPECT_EQ(values_of(clamp(u, Scalar(-1), std::nullopt)), (std::vector<double>{255, 255}));
+  EXPECT_THROW_MSG(
+      clamp(u, Scalar(-256), std::nullopt),
+      ValueError,
+      "[clamp] min = -256 cannot be converted to uint8 without overflow");
+  const Tensor i = tensor<int32_t>({5, -7});
+  EXPECT_THROW_MSG(
+      clamp(i, std::nullopt, Scalar(int64_t(1) << 40)),
+      ValueError,
+      "[clamp] max = 1099511627776 cannot be converted to int32 without overflow");
+  Tensor j = i.clone();
+  EXPECT_THROW_MSG(
+      clamp_(j, Scalar(int64_t(-1) << 40), std::nullopt),
+      ValueError,
+      "[clamp] min = -1099511627776 cannot be converted to int32 without overflow");
+  EXPECT_EQ(values_of(j), values_of(i));  // nothing written
+  EXPECT_EQ(values_of(clamp(i, Scalar(-2147483648LL), Scalar(2147483647LL))), values_of(i));
+  // A float bound promotes the tensor instead.
+  EXPECT_EQ(clamp(i, Scalar(1.0e12), std::nullopt).dtype(), kFloat32);
 }
 
 TEST(Binary, NaNPropagatesThroughMaximumAndMinimum) {
