@@ -458,20 +458,28 @@ int main(int argc, char** argv) {
           Tensor t = x.permute({0, 2, 1, 3}).contiguous();
         });
   }
-  if (wanted(o, "conv_depthwise")) {
-    Tensor x = input({32, 128, 32, 32}, -1, 1), w = input({128, 1, 3, 3}, -0.1, 0.1);
-    Tensor g = input({32, 128, 32, 32}, 1, -1);
+  // Depthwise 3x3 convolutions forward and backward: NCHW, channels-last, and stride 2
+  // (MobileNet's downsampling layers).
+  for (const auto& [name, cl, stride] :
+       {std::tuple{"conv_depthwise", false, int64_t(1)},
+        std::tuple{"conv_depthwise_cl", true, int64_t(1)},
+        std::tuple{"conv_depthwise_s2", false, int64_t(2)}}) {
+    if (!wanted(o, name)) continue;
+    const auto fmt = cl ? ignis::MemoryFormat::channels_last : ignis::MemoryFormat::contiguous;
+    const int64_t side = 32 / stride;
+    Tensor x = input({32, 128, 32, 32}, -1, 1).contiguous(fmt),
+           w = input({128, 1, 3, 3}, -0.1, 0.1);
+    Tensor g = input({32, 128, side, side}, 1, -1).contiguous(fmt);
     for (Tensor* t : {&x, &w}) t->requires_grad_();
-    const double n = 32.0 * 128 * 32 * 32;
-    row(o,
-        "conv_depthwise",
-        "[32,128,32,32] f32 3x3 groups 128, fwd+bwd",
-        5 * n * F,
-        3 * 18 * n,
-        [&] {
-          for (Tensor* t : {&x, &w}) t->mutable_grad() = Tensor();
-          ignis::conv2d(x, w, Tensor(), {.padding = {1, 1}, .groups = 128}).backward(g);
-        });
+    const double n = 32.0 * 128 * 32 * 32, m = 32.0 * 128 * side * side;
+    const std::string shape = std::string("[32,128,32,32] f32 3x3 groups 128") +
+                              (cl ? " channels-last" : "") + (stride == 2 ? " stride 2" : "") +
+                              ", fwd+bwd";
+    row(o, name, shape.c_str(), (3 * n + 2 * m) * F, 3 * 18 * m, [&] {
+      for (Tensor* t : {&x, &w}) t->mutable_grad() = Tensor();
+      ignis::conv2d(x, w, Tensor(), {.stride = {stride, stride}, .padding = {1, 1}, .groups = 128})
+          .backward(g);
+    });
   }
   return 0;
 }

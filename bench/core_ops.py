@@ -324,19 +324,27 @@ def main():
         x = inp([64, 12, 128, 64], -1, 1)
         row("permute_heads", "[64,12,128,64] f32 permute(0,2,1,3)", 2.0 * x.numel() * F, 0,
             lambda: x.permute(0, 2, 1, 3).contiguous())
-    if wanted("conv_depthwise"):
-        x = inp([32, 128, 32, 32], -1, 1).requires_grad_()
+    # Depthwise 3x3 convolutions forward and backward: NCHW, channels-last, and stride 2.
+    for name, cl, stride in (("conv_depthwise", False, 1), ("conv_depthwise_cl", True, 1),
+                             ("conv_depthwise_s2", False, 2)):
+        if not wanted(name):
+            continue
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        side = 32 // stride
+        x = inp([32, 128, 32, 32], -1, 1).contiguous(memory_format=fmt).requires_grad_()
         w = inp([128, 1, 3, 3], -0.1, 0.1).requires_grad_()
-        g = inp([32, 128, 32, 32], 1, -1)
+        g = inp([32, 128, side, side], 1, -1).contiguous(memory_format=fmt)
         n = 32.0 * 128 * 32 * 32
+        m = 32.0 * 128 * side * side
 
-        def dw():
+        def dw(x=x, w=w, g=g, stride=stride):
             with torch.enable_grad():
                 x.grad = w.grad = None
-                torch.nn.functional.conv2d(x, w, None, padding=1, groups=128).backward(g)
-        row("conv_depthwise", "[32,128,32,32] f32 3x3 groups 128, fwd+bwd", 5 * n * F,
-            3 * 18 * n, dw)
-
+                torch.nn.functional.conv2d(x, w, None, stride=stride, padding=1,
+                                           groups=128).backward(g)
+        shape = ("[32,128,32,32] f32 3x3 groups 128" + (" channels-last" if cl else "") +
+                 (" stride 2" if stride == 2 else "") + ", fwd+bwd")
+        row(name, shape, (3 * n + 2 * m) * F, 3 * 18 * m, dw)
 
 if __name__ == "__main__":
     main()

@@ -50,6 +50,7 @@
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "cpu/conv_fallback.h"
+#include "cpu/depthwise_conv.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"  // cpu_winograd
 #include "ops/nn_common.h"
@@ -605,6 +606,7 @@ void via_nhwc(const Tensor& a, const Tensor& out, const Fn& fn) {
 
 void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
                            const Tensor& out, const Conv2dParams& p) {
+  if (depthwise_direct_fits(in, w, out, p)) return depthwise_forward(in, w, bias, out, p, false);
   if (in.dtype() == kFloat64) return conv2d_forward_fallback(in, w, bias, out, p);
   KeptWeights kept;  // reordered by the first chunk, read by the others
   if (winograd_fits(in, w, p, bias.defined()) &&
@@ -625,6 +627,10 @@ void conv2d_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias
 /// write their [N, 32 or 64, 28, 28] outputs once instead of twice (and read them once less).
 bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor& bias,
                                 const Tensor& out, const Conv2dParams& p) {
+  if (depthwise_direct_fits(in, w, out, p)) {
+    depthwise_forward(in, w, bias, out, p, true);
+    return true;
+  }
   if (in.dtype() == kFloat64) return false;
   if (!nhwc_pays(in, out)) return forward_dnnl(in, w, bias, out, p, true);
   bool fused = false;
@@ -636,6 +642,7 @@ bool conv2d_relu_forward_kernel(const Tensor& in, const Tensor& w, const Tensor&
 
 void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tensor& gi,
                                   const Conv2dParams& p) {
+  if (depthwise_direct_fits(gi, w, go, p)) return depthwise_backward_input(go, w, gi, p);
   if (go.dtype() == kFloat64) return conv2d_backward_input_fallback(go, w, gi, p);
   KeptWeights kept;  // reordered by the first chunk, read by the others
   if (winograd_fits(gi, w, p, false) &&
@@ -658,6 +665,7 @@ void conv2d_backward_input_kernel(const Tensor& go, const Tensor& w, const Tenso
 /// copies cost far less than the difference.
 void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Tensor& gw,
                                    const Tensor& gb, const Conv2dParams& p) {
+  if (depthwise_direct_fits(in, gw, go, p)) return depthwise_backward_weight(go, in, gw, gb, p);
   if (in.dtype() == kFloat64) return conv2d_backward_weight_fallback(go, in, gw, gb, p);
   if (!detail::is_channels_last(in) && in.size(1) >= 16 && in.size(2) * in.size(3) > 1)
     return backward_weight_dnnl(detail::to_layout(go, go.dtype(), true),
@@ -673,12 +681,15 @@ void conv2d_backward_weight_kernel(const Tensor& go, const Tensor& in, const Ten
 /// as much as it gains at 64 channels. So the result is returned channels-last (the
 /// elementwise ops after it keep that layout, and the next convolution reads it without a
 /// copy); only a network's first such layer converts its input. Grouped convolutions stay
-/// NCHW, except depthwise ones: a depthwise 3x3 over [32,128,32,32] took 52 ms forward and
-/// backward NCHW (its gradients converted to NHWC and back) and 23-44 ms channels-last, while
-/// 2 and 4 groups measured no better, or worse, channels-last.
+/// NCHW, except bf16 depthwise ones: oneDNN's depthwise 3x3 over [32,128,32,32] took 52 ms
+/// forward and backward NCHW (its gradients converted to NHWC and back) and 23-44 ms
+/// channels-last, while 2 and 4 groups measured no better, or worse, channels-last. float32
+/// depthwise ones stay NCHW, where the direct kernels take them (Note [Direct depthwise
+/// convolutions]: 7-9 ms for that convolution at one thread).
 bool prefers_channels_last(const detail::ConvLayoutQuery& q) {
   const bool depthwise = q.groups > 1 && q.groups == q.in_channels;
-  return (q.compute == kFloat32 || q.compute == kBFloat16) && (q.groups == 1 || depthwise) &&
+  return ((q.compute == kFloat32 && q.groups == 1) ||
+          (q.compute == kBFloat16 && (q.groups == 1 || depthwise))) &&
          q.out_channels >= 32 && q.height * q.width > 1;
 }
 

@@ -161,9 +161,11 @@ TEST(ChannelsLast, ConvLayoutFollowsTheUsersChoiceThenTheBackend) {
   EXPECT_TRUE(wide.is_contiguous(kCL) && !wide.is_contiguous());
   EXPECT_TRUE(conv2d(x.to(kFloat64), rand32({32, 3, 3, 3}, -1, 1, 13).to(kFloat64)).is_contiguous());
   EXPECT_TRUE(conv2d(x.to(kFloat64).to(kCL), w8.to(kFloat64)).is_contiguous(kCL));
-  // Grouped: a wide depthwise convolution runs NHWC, one with 2 groups stays NCHW.
-  const Tensor x32 = rand32({2, 32, 6, 6}, -1, 1, 14);
-  const Tensor depthwise = conv2d(x32, rand32({32, 1, 3, 3}, -1, 1, 15), Tensor(), {.groups = 32});
+  // Grouped: a wide float32 depthwise convolution keeps NCHW (the direct kernels run either
+  // layout), a bf16 one runs NHWC (oneDNN's kernels); one with 2 groups stays NCHW.
+  const Tensor x32 = rand32({2, 32, 6, 6}, -1, 1, 14), w32 = rand32({32, 1, 3, 3}, -1, 1, 15);
+  EXPECT_TRUE(conv2d(x32, w32, Tensor(), {.groups = 32}).is_contiguous());
+  const Tensor depthwise = conv2d(x32.to(kBFloat16), w32.to(kBFloat16), Tensor(), {.groups = 32});
   EXPECT_TRUE(depthwise.is_contiguous(kCL) && !depthwise.is_contiguous());
   EXPECT_TRUE(conv2d(x32, rand32({32, 16, 3, 3}, -1, 1, 16), Tensor(), {.groups = 2}).is_contiguous());
 }

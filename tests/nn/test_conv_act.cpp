@@ -42,6 +42,16 @@ const Case kCases[] = {
     {"channels_last_in", 2, 32, 6, 6, 64, 3, {.padding = {1, 1}}, true},
     {"nhwc_copy", 1, 128, 4, 4, 128, 1, {}, false},
     {"same_dilated", 1, 2, 7, 7, 3, 3, {.padding_mode = "same", .dilation = {2, 2}}, false},
+    {"depthwise", 2, 6, 9, 19, 6, 3, {.padding = {1, 1}, .groups = 6}, false},
+    {"depthwise_channels_last",
+     2,
+     6,
+     5,
+     11,
+     6,
+     3,
+     {.stride = {2, 2}, .padding = {1, 1}, .groups = 6},
+     true},
 };
 
 Tensor input_of(const Case& c, uint64_t seed) {

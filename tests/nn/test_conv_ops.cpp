@@ -29,6 +29,14 @@ const ConvCase kConvCases[] = {
     {"dilated", 1, 3, 9, 9, 2, 3, 2, {1, 2}, {2, 1}, {2, 3}, 1, false},
     {"groups", 2, 6, 5, 5, 4, 3, 3, {1, 1}, {0, 1}, {1, 1}, 2, true},
     {"depthwise", 2, 4, 6, 7, 4, 3, 3, {2, 1}, {1, 1}, {1, 1}, 4, true},
+    // The direct depthwise kernels (src/cpu/depthwise_conv.cpp): rows of whole vectors and a
+    // tail, strides taken through split phases, dilation, padding wider than the window
+    // reaches (the scattering input gradient), "same" padding with a longer end.
+    {"depthwise_wide", 2, 5, 11, 21, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5, true},
+    {"depthwise_strided_wide", 1, 4, 9, 40, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4, false},
+    {"depthwise_dilated", 2, 3, 13, 19, 3, 5, 3, {2, 3}, {2, 1}, {1, 2}, 3, true},
+    {"depthwise_wide_padding", 1, 2, 4, 9, 2, 2, 2, {1, 1}, {3, 2}, {1, 1}, 2, true},
+    {"depthwise_same_even", 1, 3, 6, 17, 3, 4, 2, {1, 1}, {0, 0}, {1, 2}, 3, true, "same"},
     {"pointwise", 3, 8, 4, 4, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true},
     {"same_even_kernel", 1, 2, 6, 5, 3, 4, 2, {1, 1}, {0, 0}, {1, 2}, 1, true, "same"},
     {"valid", 1, 2, 6, 5, 3, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1, false, "valid"},
