@@ -177,8 +177,19 @@ std::pair<const OneCycleLR::Phase*, double> OneCycleLR::locate(int64_t epoch) co
   double start = 0;
   for (size_t i = 0; i < phases_.size(); ++i) {
     const Phase& ph = phases_[i];
-    if (double(epoch) <= ph.end_step || i + 1 == phases_.size())
+    if (double(epoch) <= ph.end_step || i + 1 == phases_.size()) {
+      // An empty phase would give 0/0 or 1/0: NaN or infinite rates (PyTorch raises too).
+      IGNIS_CHECK(
+          ph.end_step != start,
+          ValueError,
+          "[OneCycleLR] step {} falls in phase {}, which is empty with pct_start {} and "
+          "total_steps {}",
+          epoch,
+          i + 1,
+          o_.pct_start,
+          total_steps_);
       return {&ph, (double(epoch) - start) / (ph.end_step - start)};
+    }
     start = ph.end_step;
   }
   return {&phases_.back(), 1.0};  // not reached: the last phase always matches

@@ -181,6 +181,36 @@ TEST(LRScheduler, OneCycleLR) {
   EXPECT_THROW_MSG(optim::OneCycleLR(ada, 0.1, 10), ValueError, "no momentum or beta1 to cycle");
 }
 
+TEST(LRScheduler, OneCycleLRRefusesAStepInAnEmptyPhase) {
+  // PyTorch raises (ZeroDivisionError) where a phase has no steps; a NaN or infinite lr would
+  // otherwise reach the optimizer. Phase ends are pct_start * total_steps - 1 as Python
+  // computes them: with pct_start 1 the annealing phase is empty and the last step falls in it;
+  // with pct_start * total_steps = 1 the warm-up is, from the constructor on (0.1 * 10 - 1 is
+  // exactly 0 without a fused multiply-add).
+  for (double pct : {1.0, 0.5, 0.1}) {
+    SCOPED_TRACE(pct);
+    TwoGroups s;
+    const int64_t total = pct == 1.0 ? 8 : pct == 0.5 ? 2 : 10;
+    auto make = [&] { return optim::OneCycleLR(s.opt, 0.5, total, {.pct_start = pct}); };
+    if (pct != 1.0) {
+      EXPECT_THROW_MSG(make(), ValueError, "[OneCycleLR] step 0 falls in phase 1, which is empty");
+      continue;
+    }
+    optim::OneCycleLR sched = make();
+    for (int64_t e = 1; e < total; ++e) {
+      sched.step();
+      EXPECT_TRUE(std::isfinite(s.lr(0))) << e;
+    }
+    EXPECT_THROW_MSG(
+        sched.step(), ValueError, "[OneCycleLR] step 8 falls in phase 2, which is empty");
+  }
+  // Three phases whose third is empty: 2 * 0.6 * 5 - 2 == 5 - 1.
+  TwoGroups s;
+  optim::OneCycleLR sched(s.opt, 0.5, 5, {.pct_start = 0.6, .three_phase = true});
+  for (int64_t e = 1; e < 5; ++e) sched.step();
+  EXPECT_THROW_MSG(sched.step(), ValueError, "step 5 falls in phase 3, which is empty");
+}
+
 TEST(LRScheduler, ReduceLROnPlateauTracedByHand) {
   TwoGroups s;
   optim::ReduceLROnPlateau sched(s.opt, {.factor = 0.5, .patience = 2, .cooldown = 1});
