@@ -225,7 +225,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  return where(x >= 0, x, x * negative_slope);
+  // x > 0, not >= 0: PyTorch's gradient at 0 (and -0) is the slope.
+  return where(x > 0, x, x * negative_slope);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {

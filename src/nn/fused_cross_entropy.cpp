@@ -106,6 +106,9 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target,
              }
              Tensor go = g[0].contiguous();
              Tensor gi = make_tensor({args.n, args.c}, s[0].dtype(), s[0].device());
+             // An empty batch: nothing to compute, and with reduction None no gradient value
+             // for the kernels to read.
+             if (gi.numel() == 0) return Grads{gi.reshape(in_shape)};
              CrossEntropyBackward b;
              static_cast<CrossEntropyArgs&>(b) = args;
              b.prob = s[1].data_ptr();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "amp/autocast_policy.h"
+#include "autograd/record.h"
 #include "core/error.h"
 #include "core/shape.h"
 #include "ignis/nn/functional.h"
@@ -214,10 +215,25 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
   check_floating(input, "input", op);
   IGNIS_CHECK(!any(logical_or(input < Scalar(0), input > Scalar(1))).item<bool>(), ValueError,
               "[{}] all elements of input should be between 0 and 1", op);
-  // PyTorch clamps each log at -100 so that x = 0 or 1 gives a finite loss.
-  Tensor log_x = clamp_min(log(input), -100);
-  Tensor log_1mx = clamp_min(log(1 - input), -100);
-  Tensor loss = -(target * log_x + (1 - target) * log_1mx);
+  // PyTorch clamps each log at -100 so that x = 0 or 1 gives a finite loss. One node with
+  // PyTorch's gradients: through the clamped logs, x = 0 or 1 gave 0 * inf = NaN, and
+  // elsewhere -t / x grew without the bound x (1 - x) >= 1e-12 puts on it.
+  Tensor loss;
+  {
+    NoGradGuard values_only;
+    loss = -(target * clamp_min(log(input), -100) + (1 - target) * clamp_min(log(1 - input), -100));
+  }
+  if (detail::needs_grad({&input, &target}))
+    detail::record(
+        "binary_cross_entropy",
+        {loss},
+        {input, target},
+        {detail::save(input), detail::save(target)},
+        [](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+          const Tensor &x = s[0], &t = s[1];
+          return std::vector<Tensor>{
+              g[0] * (x - t) / clamp_min(x * (1 - x), 1e-12), g[0] * (log(1 - x) - log(x))};
+        });
   if (opts.weight.defined()) loss = loss * opts.weight;
   return reduce(loss, opts.reduction, op);
 }
@@ -232,8 +248,11 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(input, target, op);
   check_floating(input, "input", op);
-  // log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow for any x.
-  Tensor softplus_neg = log1p(exp(-input.abs())) + ignis::relu(-input);
+  // -log(sigmoid(x)) = softplus(-x), whose gradient sigmoid(x) - 1 holds at x = 0 too (the
+  // composition log1p(exp(-|x|)) + relu(-x) lost its -0.5 there: abs' and relu' are 0 at 0).
+  // Threshold 40 rather than 20: past it softplus returns its argument, and at -x = 21 the
+  // dropped log1p(exp(-21)) is 7.6e-10, visible in float64.
+  Tensor softplus_neg = ignis::softplus(-input, 1.0, 40.0);
   Tensor loss;
   if (opts.pos_weight.defined())
     loss = (1 - target) * input + ((opts.pos_weight - 1) * target + 1) * softplus_neg;

@@ -87,7 +87,16 @@ TEST(Activations, MatchFormulas) {
   nn::Tanh tanh_m;
   nn::Identity id;
   check(relu_m, [](double v) { return v > 0 ? v : 0; }, "relu");
-  check(leaky, [](double v) { return v >= 0 ? v : 0.2 * v; }, "leaky_relu");
+  check(
+      leaky, [](double v) { return v > 0 ? v : 0.2 * v; }, "leaky_relu");
+  {
+    // The slope at 0 and -0 too, as PyTorch's gradient (and -0 * slope keeps its sign).
+    Tensor z = tensor<double>({0, -0.0, 1, -1}).requires_grad_();
+    Tensor y = leaky(z);
+    y.sum().backward();
+    EXPECT_EQ(values_of(z.grad()), (std::vector<double>{0.2, 0.2, 1, 0.2}));
+    EXPECT_TRUE(std::signbit(y.to_vector<double>()[1]));
+  }
   check(gelu_m, [](double v) { return v * 0.5 * (1 + std::erf(v / std::sqrt(2.0))); }, "gelu");
   check(gelu_tanh, [](double v) {
     return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));

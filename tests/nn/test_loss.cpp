@@ -313,6 +313,64 @@ TEST(BinaryCrossEntropy, WithLogitsStableAtLargeMagnitudes) {
         }
 }
 
+TEST(BinaryCrossEntropy, GradientsAtZeroAndOneAreFiniteAsPyTorchs) {
+  // PyTorch's backward: d/dx = (x - t) / max(x (1 - x), 1e-12), d/dt = log(1 - x) - log(x).
+  // Through the clamped logs x = 0 or 1 gave NaN (0 * inf) and x = 1e-30 gave -1e30.
+  const std::vector<double> xv{0, 1, 0, 1, 1e-30, 0.25, 0.9}, tv{0, 1, 1, 0, 1, 0.5, 0.2};
+  Tensor x = tensor(xv).requires_grad_(), t = tensor(tv).requires_grad_();
+  F::binary_cross_entropy(x, t, {.reduction = Reduction::Sum}).backward();
+  std::vector<double> gx, gt;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    gx.push_back((xv[i] - tv[i]) / std::max(xv[i] * (1 - xv[i]), 1e-12));
+    gt.push_back(std::log(1 - xv[i]) - std::log(xv[i]));
+  }
+  EXPECT_TRUE(all_close(x.grad(), gx, 1e-12, 0));
+  EXPECT_TRUE(all_close(t.grad(), gt, 1e-12, 0));  // +-inf where x is 0 or 1, as PyTorch
+  // The float32 sigmoid of 20 rounds to 1: the logit's gradient is 0, not NaN.
+  Tensor z = tensor<float>({20, -20, 0.5}).requires_grad_();
+  F::binary_cross_entropy(sigmoid(z), tensor<float>({1, 0, 1}), {.reduction = Reduction::Sum})
+      .backward();
+  const double s = 1 / (1 + std::exp(-0.5));
+  EXPECT_EQ(z.grad().to(kFloat64).to_vector<double>()[0], 0.0);
+  EXPECT_TRUE(all_close(z.grad().narrow(0, 2, 1), {s - 1}, 1e-6, 0));
+  EXPECT_TRUE(all(isfinite(z.grad())).item<bool>());
+}
+
+TEST(BinaryCrossEntropy, WithLogitsGradientAtZeroIsSigmoidMinusTarget) {
+  // d/dx = (1 - t) + (1 + (pw - 1) t) (sigmoid(x) - 1): at x = 0, sigmoid(x) - 1 = -0.5 (the
+  // composed |x| and relu(-x) had slope 0 there). A sweep across softplus's threshold too.
+  const std::vector<double> xv{0, 0, 0, -0.0, 1e-8, -21, 21, -39, 39, -41, 41, -100};
+  const std::vector<double> tv{1, 0, 0.5, 1, 0.3, 1, 0, 0.5, 0.5, 1, 0, 0.25};
+  for (double pw : {1.0, 3.0}) {
+    SCOPED_TRACE(pw);
+    Tensor x = tensor(xv).requires_grad_();
+    F::BCEWithLogitsOptions o{.reduction = Reduction::Sum};
+    if (pw != 1.0) o.pos_weight = full({int64_t(xv.size())}, pw, kFloat64);
+    Tensor loss = F::binary_cross_entropy_with_logits(x, tensor(tv), o);
+    loss.backward();
+    std::vector<double> g;
+    double total = 0;
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const double sig = 1 / (1 + std::exp(-xv[i]));
+      g.push_back((1 - tv[i]) + (1 + (pw - 1) * tv[i]) * (sig - 1));
+      total += bce_logits_ref(xv[i], tv[i], pw);
+    }
+    EXPECT_TRUE(all_close(x.grad(), g, 1e-12, 1e-15));
+    EXPECT_NEAR(loss.item<double>(), total, 1e-12 * total);
+  }
+}
+
+TEST(CrossEntropy, AnEmptyBatchHasAnEmptyGradient) {
+  for (Reduction r : kReductions) {
+    SCOPED_TRACE(int(r));
+    Tensor x = zeros({0, 4}).requires_grad_();
+    Tensor l = F::cross_entropy(x, zeros({0}, kInt64), {.reduction = r});
+    (l * 2.0).sum().backward();
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().sizes(), (Shape{0, 4}));
+  }
+}
+
 TEST(KLDiv, EveryReductionAndLogTarget) {
   const int64_t N = 3, C = 4;
   auto xv = random_values(N * C, -3, 0, 81), tv = random_values(N * C, 0, 1, 82);
