@@ -499,9 +499,10 @@ Tensor where_impl(const Tensor& cond, const Op& a_op, const Op& b_op) {
                                       b.sizes(), "where");
   const Tensor* like = a.sizes() == shape ? &a : (b.sizes() == shape ? &b : nullptr);
   Tensor out = make_tensor_like_layout(shape, t, device, like);
-  if (out.numel() == 0) return out;
-  Tensor ce = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
-  where_kernel.get(device)(make_plan_memory_order({&out, &ce, &ae, &be}, "where"));
+  if (out.numel() > 0) {  // an empty result still gets its node: an empty batch backpropagates
+    Tensor ce = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
+    where_kernel.get(device)(make_plan_memory_order({&out, &ce, &ae, &be}, "where"));
+  }
   if (needs_grad({&a, &b})) record_where(cond, a, b, out);
   return out;
 }

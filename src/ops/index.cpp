@@ -264,7 +264,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_mask(mask, op);
   const Shape shape = broadcast_shape(x.sizes(), mask.sizes(), op);
   Tensor out = make_tensor(shape, x.dtype(), x.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {  // no values, but a node: an empty batch still backpropagates
+    if (needs_grad({&x})) record_masked_fill(x, mask, out);
+    return out;
+  }
   Tensor v = scalar_like(value, x.dtype(), x.device()).expand(shape);
   {
     GradModeScope no_grad(false);  // the expand views are plumbing; the op records itself

@@ -55,10 +55,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Shape shape = r.sizes();
   shape[size_t(d)] = total;
   Tensor out = make_tensor(shape, dtype, device);
-  if (out.numel() == 0) return out;
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
-    if (is_legacy_empty(t) || t.size(d) == 0) continue;
+    // An empty result still gets its node below: an empty batch still backpropagates.
+    if (out.numel() == 0 || is_legacy_empty(t) || t.size(d) == 0) continue;
     out.narrow(d, offset, t.size(d)).copy_(t);
     offset += t.size(d);
   }

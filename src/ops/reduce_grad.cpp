@@ -57,13 +57,22 @@ void record_prod(const Tensor& x, const Tensor& out, uint64_t mask, bool keepdim
     const int64_t nd = x.dim();
     const Shape dims = mask_dims(mask, nd);
     // The product of the others is prod / x_i only where no factor of the group is zero. With
-    // one zero, only that position gets the product of the rest; with two, every one gets 0.
+    // one zero, that position gets the product of the rest and the others 0; with two, the
+    // zeros get 0 and the others 0; with more, all 0. Those zeros are written as the zero
+    // factors themselves (zsum, zsum - zx: 0 in value), so that the formula keeps its
+    // dependence on them and second derivatives come out right (PyTorch's prod_backward).
     Tensor zero = eq(x, 0);
     Tensor nzeros = sum(zero, dims, true);
     Tensor safe = where(zero, Scalar(1), x);
     Tensor rest = prod(safe, dims, true);
-    Tensor others = where(eq(nzeros, 0), div(rest, safe),
-                          where(logical_and(zero, eq(nzeros, 1)), rest, Scalar(0)));
+    Tensor zx = where(zero, x, Scalar(0));
+    Tensor zsum = sum(zx, dims, true);
+    Tensor one_zero = where(zero, rest, mul(zsum, div(rest, safe)));
+    Tensor two_zeros = where(zero, mul(sub(zsum, zx), rest), Scalar(0));
+    Tensor others = where(
+        eq(nzeros, 0),
+        div(rest, safe),
+        where(eq(nzeros, 1), one_zero, where(eq(nzeros, 2), two_zeros, Scalar(0))));
     return Grads{mul(keep(g[0], nd, mask, keepdim), others)};
   });
 }
@@ -72,7 +81,10 @@ void record_extreme(const char* op, const Tensor& x, const Tensor& out, uint64_t
                     bool keepdim) {
   record(op, {out}, {x}, {save(x), save_output(out)}, [mask, keepdim](const Grads& g, const Grads& s) {
     const int64_t nd = s[0].dim();
-    Tensor hit = eq(s[0], keep(s[1], nd, mask, keepdim));
+    Tensor o = keep(s[1], nd, mask, keepdim);
+    // A NaN extreme came from the group's NaNs: they share its gradient (PyTorch's
+    // evenly_distribute_backward); eq alone would find no position at all.
+    Tensor hit = logical_or(eq(s[0], o), logical_and(isnan(s[0]), isnan(o)));
     return Grads{split_among(g[0], hit, nd, mask, keepdim)};
   });
 }
@@ -102,7 +114,9 @@ void record_var_std(bool is_std, const Tensor& x, const Tensor& out, uint64_t ma
            // d var / dx = 2 (x - mean) / (n - correction); d std = d var / (2 std).
            if (!is_std) return Grads{mul(mul(gk, centred), 2.0 / (n - correction))};
            Tensor sk = keep(s[1], nd, mask, keepdim);
-           return Grads{div(mul(gk, centred), mul(sk, n - correction))};
+           // A constant group (std 0) gets 0, not 0/0, as PyTorch masks it.
+           return Grads{
+               where(eq(sk, 0), Scalar(0), div(mul(gk, centred), mul(sk, n - correction)))};
          });
 }
 
@@ -119,8 +133,11 @@ void record_norm(const Tensor& x, const Tensor& out, double p, uint64_t mask, bo
       Tensor hit = eq(abs(x), nk);
       return Grads{mul(split_among(g[0], hit, nd, mask, keepdim), sign(x))};
     }
-    // d ||x||_p / dx = x |x|^(p-2) / ||x||^(p-1); taken as 0 where the norm is 0.
-    Tensor scaled = p == 2 ? div(x, nk) : div(mul(x, pow(abs(x), p - 2)), pow(nk, p - 1));
+    // d ||x||_p / dx = sign(x) |x|^(p-1) / ||x||^(p-1); taken as 0 where the norm is 0, and
+    // where x is 0 (x |x|^(p-2) there is 0 * inf for p < 2).
+    Tensor scaled =
+        p == 2 ? div(x, nk)
+               : where(eq(x, 0), Scalar(0), div(mul(sign(x), pow(abs(x), p - 1)), pow(nk, p - 1)));
     return Grads{where(eq(nk, 0), Scalar(0), mul(gk, scaled))};
   });
 }
@@ -147,11 +164,14 @@ void record_softmax(bool log, const Tensor& x, const Tensor& out, int64_t d) {
 
 void record_cumsum(const Tensor& x, const Tensor& out, int64_t d) {
   const Shape dims = x.dim() == 0 ? Shape{} : Shape{d};
-  // Element i feeds outputs i.. n-1, so its gradient is the reversed cumulative sum of g:
-  // total - cumsum(g) + g.
+  // Element i feeds outputs i.. n-1, so its gradient is the reversed cumulative sum of g,
+  // taken as such (total - cumsum(g) + g cancels: [1e8, 1, 1] in float32 lost its 1s, and an
+  // infinite or NaN entry spread to every position).
   record("cumsum", {out}, {x}, {}, [dims, d](const Grads& g, const Grads&) {
     if (dims.empty()) return Grads{g[0]};
-    return Grads{add(sub(sum(g[0], dims, true), cumsum(g[0], d)), g[0])};
+    const int64_t n = g[0].size(d);
+    Tensor reversed = arange(n - 1, -1, -1, TensorOptions(kInt64, g[0].device()));
+    return Grads{index_select(cumsum(index_select(g[0], d, reversed), d), d, reversed)};
   });
 }
 

@@ -39,7 +39,10 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
   // Integer and bool inputs become the default float dtype (ops.h).
   const Tensor in = (is_floating(x.dtype()) ? x : x.to(default_dtype())).contiguous();
   Tensor out = make_tensor(in.sizes(), in.dtype(), in.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {  // no values, but a node: an empty batch still backpropagates
+    if (needs_grad({&in})) record_softmax(log, in, out, d);
+    return out;
+  }
   IGNIS_CHECK(softmax_kernel.has(in.device().type), NotImplementedError,
               "[{}] not implemented for {}", op, device_type_name(in.device().type));
   const AlongDim s = split_at(in, d);
@@ -75,7 +78,10 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   const Tensor in = x.contiguous();
   // Integers and bool accumulate in int64, as PyTorch's cumsum.
   Tensor out = make_tensor(in.sizes(), is_floating(in.dtype()) ? in.dtype() : kInt64, in.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {  // no values, but a node: an empty batch still backpropagates
+    if (needs_grad({&in})) record_cumsum(in, out, d);
+    return out;
+  }
   IGNIS_CHECK(cumsum_kernel.has(in.device().type), NotImplementedError,
               "[cumsum] not implemented for {}", device_type_name(in.device().type));
   const AlongDim s = split_at(in, d);

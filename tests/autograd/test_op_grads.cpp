@@ -65,6 +65,28 @@ TEST(OpGrads, Prod) {
                 {0, 0, 12, 2, 0, 9, 0, 0, 12}, "prod zeros dim 0 by hand");
 }
 
+TEST(OpGrads, ProdSecondDerivativesAtZeros) {
+  // The Hessian of a product: d2/dx_i dx_j = product of the factors other than i and j
+  // (i != j), 0 on the diagonal. Its product with v, by loops, against double backward, for
+  // groups with no zero, one zero and two zeros.
+  const std::vector<double> xv{1, 0, 3, 0.5, -1, 2, 0, 4, 0},
+      vv{0.3, -1, 2, 1.5, 0.7, -0.2, 1, 2, 3};
+  Tensor x = tensor(xv, Shape{3, 3}).requires_grad_();
+  Tensor g = autograd::grad({prod(x, {1}).sum()}, {x}, {}, false, true)[0];
+  Tensor hv = autograd::grad({(g * tensor(vv, Shape{3, 3})).sum()}, {x})[0];
+  std::vector<double> want(9, 0.0);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        if (i == j) continue;
+        double others = 1;
+        for (int64_t k = 0; k < 3; ++k)
+          if (k != i && k != j) others *= xv[size_t(r * 3 + k)];
+        want[size_t(r * 3 + i)] += others * vv[size_t(r * 3 + j)];
+      }
+  EXPECT_TRUE(all_close(hv, want, 1e-12, 1e-14));
+}
+
 TEST(OpGrads, MaxMinWhole) {
   Tensor x = random_tensor({3, 4}, -2, 2, 2);
   expect_gradcheck("max", [](const auto& v) { return max(v[0]); }, {x});
@@ -160,6 +182,93 @@ TEST(OpGrads, SoftmaxLogSoftmaxCumsum) {
 
 // ---------------------------------------------------------------------------------------------
 // Matrix products
+
+TEST(OpGrads, EdgeValuesGetPyTorchsGradients) {
+  // std of a constant group: 0 (not 0/0), also for a one-element group with correction 0.
+  expect_values(
+      grad_of([](const Tensor& x) { return ignis::std(x); }, tensor<double>({2, 2, 2})),
+      {0, 0, 0},
+      "std constant");
+  Tensor rows = tensor<double>({2, 2, 2, 1, 2, 4}, Shape{2, 3});
+  const Tensor gs = grad_of([](const Tensor& x) { return ignis::std(x, {1}); }, rows);
+  const double m = 7.0 / 3,
+               sd = std::sqrt(((1 - m) * (1 - m) + (2 - m) * (2 - m) + (4 - m) * (4 - m)) / 2);
+  EXPECT_TRUE(all_close(
+      gs, {0, 0, 0, (1 - m) / (2 * sd), (2 - m) / (2 * sd), (4 - m) / (2 * sd)}, 1e-12, 1e-15));
+  expect_values(
+      grad_of(
+          [](const Tensor& x) { return ignis::std(x, {1}, 0); },
+          tensor<double>({5, 6}, Shape{2, 1})),
+      {0, 0},
+      "std of one element");
+  // norm for p other than 1, 2, inf at zero elements: sign(x) |x|^(p-1) / ||x||^(p-1), 0 at 0.
+  for (double p : {0.5, 1.5, 3.0}) {
+    SCOPED_TRACE(p);
+    const std::vector<double> xv{0, -2, 3};
+    const double n = std::pow(std::pow(2, p) + std::pow(3, p), 1 / p);
+    std::vector<double> want;
+    for (double v : xv)
+      want.push_back(
+          v == 0 ? 0 : (v > 0 ? 1 : -1) * std::pow(std::abs(v), p - 1) / std::pow(n, p - 1));
+    EXPECT_TRUE(all_close(
+        grad_of([p](const Tensor& x) { return norm(x, p); }, tensor(xv)), want, 1e-12, 1e-15));
+  }
+  // Whole-tensor max and min of a group holding NaN: its NaNs share the gradient.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_values(
+      grad_of([](const Tensor& x) { return max(x); }, tensor<double>({1, nan, 3})),
+      {0, 1, 0},
+      "max with NaN");
+  expect_values(
+      grad_of([](const Tensor& x) { return min(x); }, tensor<double>({1, nan, 3, nan})),
+      {0, 0.5, 0, 0.5},
+      "min with NaNs");
+  // cumsum's gradient is the reversed cumulative sum of g, accumulated as such: float32 keeps
+  // the small terms next to a large one, and an infinity or NaN reaches only the positions
+  // that read it.
+  for (const std::vector<float>& gv :
+       {std::vector<float>{1e8f, 1, 1}, {INFINITY, 1, 1}, {1, NAN, 1}}) {
+    Tensor x = zeros({2, 3}).requires_grad_();
+    Tensor g = tensor<float>({gv[0], gv[1], gv[2], gv[2], gv[1], gv[0]}, Shape{2, 3});
+    cumsum(x, 1).backward(g);
+    std::vector<double> want(6);
+    for (int64_t r = 0; r < 2; ++r) {
+      float acc = 0;
+      for (int64_t i = 2; i >= 0; --i) {
+        acc += g.to_vector<float>()[size_t(r * 3 + i)];
+        want[size_t(r * 3 + i)] = acc;
+      }
+    }
+    const auto got = values_of(x.grad());
+    for (size_t i = 0; i < 6; ++i)
+      EXPECT_TRUE(std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i]) << i;
+  }
+}
+
+TEST(OpGrads, EmptyBatchesStillBackpropagate) {
+  // An empty result is still a node: an empty batch through softmax, cumsum, cat, where or
+  // masked_fill gives empty gradients, not "does not require grad".
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops{
+      {"softmax", [](const Tensor& x) { return softmax(x, 1); }},
+      {"log_softmax", [](const Tensor& x) { return log_softmax(x, 1); }},
+      {"cumsum", [](const Tensor& x) { return cumsum(x, 0); }},
+      {"cat",
+       [](const Tensor& x) {
+         return cat({x, x}, 1);
+       }},
+      {"where", [](const Tensor& x) { return where(gt(x, 0), x, zeros_like(x)); }},
+      {"masked_fill", [](const Tensor& x) { return masked_fill(x, gt(x, 0), Scalar(1.0)); }},
+  };
+  for (const auto& [name, fn] : ops) {
+    SCOPED_TRACE(name);
+    Tensor x = zeros({0, 2}).requires_grad_();
+    Tensor y = fn(x);
+    ASSERT_TRUE(y.requires_grad());
+    y.sum().backward();
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().sizes(), (Shape{0, 2}));
+  }
+}
 
 TEST(OpGrads, MmBmmDot) {
   Tensor a = random_tensor({3, 4}, -1, 1, 10), b = random_tensor({4, 2}, -1, 1, 11);
