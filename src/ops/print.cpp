@@ -30,6 +30,7 @@ struct Formatter {
   size_t width = 1;
 
   std::string format_unpadded(double v) const {
+    if (std::isnan(v)) return "nan";  // whatever its sign bit (fmt writes "-nan"), as PyTorch
     if (sci_mode) return fmt::format("{:.{}e}", v, kPrecision);
     if (int_mode) return fmt::format("{:.0f}", v) + (std::isfinite(v) ? "." : "");
     return fmt::format("{:.{}f}", v, kPrecision);

@@ -60,6 +60,9 @@ TEST(Print, NanAndInf) {
             "tensor([   nan,    inf,   -inf, 1.5000])");
   EXPECT_EQ(tensor<float>({kNan, 1, 2}).str(), "tensor([nan, 1., 2.])");
   EXPECT_EQ(tensor<float>({kNan, kInf}).str(), "tensor([nan, inf])");
+  // A NaN with its sign bit set (0 * -inf, -nan) prints as nan too, as PyTorch's.
+  EXPECT_EQ(tensor<float>({-kNan, 2}).str(), "tensor([nan, 2.])");
+  EXPECT_EQ((tensor<double>({0.0}) * -kInf).str(), "tensor([nan], dtype=float64)");
   EXPECT_EQ(tensor<float>({1e-5f, kNan, 3.0f}).str(), "tensor([1.0000e-05,        nan, 3.0000e+00])");
   EXPECT_EQ(scalar_tensor(kNan).str(), "tensor(nan)");
 }
