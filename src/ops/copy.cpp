@@ -5,6 +5,7 @@
 #include "core/memory_format.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
+#include "ops/elementwise.h"  // check_fill_value, fill_unchecked
 #include "ops/write_checks.h"
 
 namespace ignis {
@@ -126,14 +127,20 @@ Tensor Tensor::to(Device d, DType t, bool non_blocking, bool copy, MemoryFormat 
   return recorded_copy(*this, t, d, format, "to", non_blocking);
 }
 
+namespace detail {
+void fill_unchecked(const Tensor& t, const Scalar& value) {
+  if (t.numel() > 0) fill_kernel.get(t.device())(make_plan_memory_order({&t}, "fill_"), value);
+}
+}  // namespace detail
+
 Tensor& Tensor::fill_(const Scalar& value) {
+  check_fill_value(value, dtype(), "fill_");
   if (needs_grad({this}))
     return inplace_with_autograd(*this, "fill", [&](const Tensor& before) {
       return full_like(before, value);
     });
   check_writable_layout(*this, "fill_");
-  if (numel() == 0) return *this;
-  fill_kernel.get(device())(make_plan_memory_order({this}, "fill_"), value);
+  fill_unchecked(*this, value);
   return *this;
 }
 

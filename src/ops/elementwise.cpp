@@ -63,9 +63,41 @@ bool can_cast(DType from, DType to) {
   return category(from) <= category(to);
 }
 
-Tensor scalar_like(const Scalar& v, DType dtype, Device device) {
+void check_fill_value(const Scalar& v, DType t, const char* op) {
+  if (t == kBool || v.is_bool()) return;
+  bool fits = true;
+  if (v.is_integral() && is_integral(t)) {
+    const int64_t i = v.to_int();
+    fits = t == kUInt8   ? -255 <= i && i <= 255
+           : t == kInt32 ? std::numeric_limits<int32_t>::lowest() <= i &&
+                               i <= std::numeric_limits<int32_t>::max()
+                         : true;
+  } else if (is_integral(t)) {  // a floating value: NaN and infinities never fit
+    const double d = v.to_double();
+    fits = t == kUInt8   ? -255.0 <= d && d <= 255.0
+           : t == kInt32 ? -2147483648.0 <= d && d <= 2147483647.0
+                         : -9223372036854775808.0 <= d && d < 9223372036854775808.0;
+  } else {
+    const double d = std::abs(v.to_double());
+    const double largest = t == kFloat16    ? 65504.0
+                           : t == kBFloat16 ? 3.3895313892515355e38
+                           : t == kFloat32  ? double(std::numeric_limits<float>::max())
+                                            : std::numeric_limits<double>::infinity();
+    fits = !std::isfinite(d) || d <= largest;
+  }
+  IGNIS_CHECK(
+      fits,
+      ValueError,
+      "[{}] value {} cannot be converted to {} without overflow",
+      op,
+      v.is_integral() ? std::to_string(v.to_int()) : fmt::format("{}", v.to_double()),
+      dtype_name(t));
+}
+
+Tensor scalar_like(const Scalar& v, DType dtype, Device device, const char* check_op) {
+  if (check_op) check_fill_value(v, dtype, check_op);
   Tensor t = make_tensor({}, dtype, device);
-  t.fill_(v);
+  fill_unchecked(t, v);
   return t;
 }
 
@@ -486,7 +518,7 @@ Tensor where_impl(const Tensor& cond, const Op& a_op, const Op& b_op) {
   const DType t = detail::result_type({a_op, b_op});
   const Device device = cond.device();
   auto make = [&](const Op& o) {
-    return o.tensor ? o.tensor->to(t) : detail::scalar_like(*o.scalar, t, device);
+    return o.tensor ? o.tensor->to(t) : detail::scalar_like(*o.scalar, t, device, "where");
   };
   Tensor a = make(a_op), b = make(b_op);
   for (const Tensor* x : {&a, &b})

@@ -7,6 +7,7 @@
 #include "core/memory_format.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
+#include "ops/elementwise.h"  // check_fill_value
 
 namespace ignis {
 
@@ -27,6 +28,7 @@ Tensor zeros(const Shape& shape, TensorOptions opts) { return empty(shape, opts)
 Tensor ones(const Shape& shape, TensorOptions opts) { return empty(shape, opts).fill_(1); }
 Tensor full(const Shape& shape, const Scalar& value, TensorOptions opts) {
   if (!opts.dtype) opts.dtype = scalar_default(value);
+  detail::check_fill_value(value, *opts.dtype, "full");
   return empty(shape, opts).fill_(value);
 }
 

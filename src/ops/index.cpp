@@ -268,7 +268,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
     if (needs_grad({&x})) record_masked_fill(x, mask, out);
     return out;
   }
-  Tensor v = scalar_like(value, x.dtype(), x.device()).expand(shape);
+  Tensor v = scalar_like(value, x.dtype(), x.device(), "masked_fill").expand(shape);
   {
     GradModeScope no_grad(false);  // the expand views are plumbing; the op records itself
     Tensor xe = x.expand(shape), me = mask.expand(shape);
@@ -293,7 +293,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask_in, const Scalar& value) {
   check_writable_layout(x, op);
   if (x.numel() == 0) return x;
   Tensor mask = partially_overlaps(x, mask_in) ? mask_in.clone() : mask_in;
-  Tensor v = scalar_like(value, x.dtype(), x.device()).expand(shape);
+  Tensor v = scalar_like(value, x.dtype(), x.device(), op).expand(shape);
   Tensor me = mask.expand(shape);
   where_kernel.get(x.device())(make_plan({&x, &me, &v, &x}, op));
   return x;

@@ -116,3 +116,44 @@ TEST(Factory, ShapesWhoseStridesOverflowAreRefused) {
   // Just inside the limit the shape is fine (and empty, so nothing is allocated).
   EXPECT_EQ(empty({0, int64_t(1) << 30, int64_t(1) << 29}).numel(), 0);
 }
+
+TEST(Factory, FillValuesThatDoNotFitTheDtypeAreRefused) {
+  // PyTorch's rule for fill_, full, masked_fill and where's scalars (measured there): a value
+  // outside the dtype is an error, not a wrapped or infinite element; uint8 takes -255..-1,
+  // which wrap; NaN and infinities fit floating types only; a float value is truncated.
+  const Tensor mask = tensor<bool>({true, false});
+  EXPECT_EQ(values_of(full({2}, -1, kUInt8)), (std::vector<double>{255, 255}));
+  EXPECT_THROW_MSG(
+      full({2}, 300, kUInt8),
+      ValueError,
+      "[full] value 300 cannot be converted to uint8 without overflow");
+  Tensor u = zeros({2}, kUInt8);
+  EXPECT_THROW_MSG(u.fill_(256), ValueError, "[fill_] value 256 cannot be converted to uint8");
+  EXPECT_EQ(values_of(u), (std::vector<double>{0, 0}));  // nothing written
+  EXPECT_THROW_MSG(masked_fill(u, mask, -256), ValueError, "[masked_fill] value -256");
+  EXPECT_THROW_MSG(u.masked_fill_(mask, 1e3), ValueError, "[masked_fill_] value 1000");
+  Tensor i = zeros({2}, kInt32);
+  EXPECT_THROW_MSG(i.fill_(NAN), ValueError, "[fill_] value nan cannot be converted to int32");
+  EXPECT_THROW_MSG(i.fill_(int64_t(1) << 40), ValueError, "value 1099511627776");
+  EXPECT_EQ(values_of(i.fill_(3.7)), (std::vector<double>{3, 3}));
+  EXPECT_EQ(
+      values_of(full({1}, std::numeric_limits<int64_t>::max(), kInt64)),
+      (std::vector<double>{double(std::numeric_limits<int64_t>::max())}));
+  EXPECT_THROW_MSG(full({1}, 1e19, kInt64), ValueError, "cannot be converted to int64");
+  Tensor h = zeros({2}, kFloat16);
+  EXPECT_THROW_MSG(
+      h.fill_(1e6), ValueError, "[fill_] value 1000000 cannot be converted to float16");
+  EXPECT_THROW_MSG(h.fill_(65519.0), ValueError, "cannot be converted to float16");
+  EXPECT_EQ(values_of(h.fill_(65504.0)), (std::vector<double>{65504, 65504}));
+  EXPECT_TRUE(std::isinf(values_of(h.fill_(INFINITY))[0]));
+  EXPECT_TRUE(std::isnan(values_of(h.fill_(NAN))[0]));
+  EXPECT_THROW_MSG(
+      where(mask, zeros({2}, kFloat16), Scalar(1e5)),
+      ValueError,
+      "[where] value 100000 cannot be converted to float16");
+  EXPECT_THROW_MSG(zeros({1}).fill_(1e39), ValueError, "cannot be converted to float32");
+  EXPECT_THROW_MSG(
+      zeros({1}, kBFloat16).fill_(1e39), ValueError, "cannot be converted to bfloat16");
+  // Arithmetic with a scalar is not checked: it wraps, as PyTorch's.
+  EXPECT_EQ(values_of(add(zeros({2}, kUInt8), Scalar(300))), (std::vector<double>{44, 44}));
+}
