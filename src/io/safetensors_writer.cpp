@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -27,9 +28,17 @@ std::string errno_text() { return std::strerror(errno); }
 // makes every early exit (an exception anywhere) leave the directory as it was.
 class TempFile {
  public:
+  // A name of its own for each save (process id and a counter, created exclusively): two
+  // threads saving to one path at once each write their own file, and the last rename wins
+  // whole; sharing one temp file, they interleaved into a file no reader could load while one
+  // of them reported success. A leftover of a crashed process with the same id is stepped over.
   TempFile(std::string target) : target_(std::move(target)) {
-    tmp_ = target_ + ".tmp-" + std::to_string(::getpid());
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    static std::atomic<uint64_t> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      tmp_ = target_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd_ >= 0 || errno != EEXIST) break;
+    }
     IGNIS_CHECK(fd_ >= 0, IOError, "[save] cannot create '{}': {}", tmp_, errno_text());
   }
   TempFile(const TempFile&) = delete;
@@ -119,7 +128,13 @@ void save(
     host.push_back(std::move(c));
   }
 
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();  // refuses strings that are not UTF-8 (JSON must be)
+  } catch (const nlohmann::json::exception& e) {
+    throw IOError(fmt::format(
+        "[save] '{}': a tensor name or metadata value is not valid UTF-8 ({})", path, e.what()));
+  }
   text.append((8 - text.size() % 8) % 8, ' ');
   uint64_t n = text.size();
   unsigned char len[8];

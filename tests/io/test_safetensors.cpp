@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ignis/io.h"
@@ -364,6 +365,57 @@ TEST_F(SafetensorsTest, FullDiskLeavesOldFileUntouched) {
   std::signal(SIGXFSZ, old_handler);
   EXPECT_EQ(read_bytes(p), before);
   EXPECT_EQ(read_bytes(t), "old text\n");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+// Two threads saving to one path at once: each writes its own temp file, both succeed, and
+// the file left is one of the two, whole (one shared temp file interleaved them into a file no
+// reader could load while one save reported success).
+TEST_F(SafetensorsTest, ConcurrentSavesToOnePathLeaveOneWholeFile) {
+  const std::string p = path("race.safetensors");
+  const nn::StateDict a{{"w", full({1000}, 1.0f)}, {"b", full({7}, 2.0f)}};
+  const nn::StateDict b{{"w", full({3000}, 3.0f)}, {"c", full({5}, 4.0f)}, {"d", zeros({9})}};
+  for (int round = 0; round < 20; ++round) {
+    std::string error_a, error_b;
+    std::thread ta([&] {
+      try {
+        save(a, p);
+      } catch (const std::exception& e) {
+        error_a = e.what();
+      }
+    });
+    std::thread tb([&] {
+      try {
+        save(b, p);
+      } catch (const std::exception& e) {
+        error_b = e.what();
+      }
+    });
+    ta.join();
+    tb.join();
+    ASSERT_EQ(error_a, "") << round;
+    ASSERT_EQ(error_b, "") << round;
+    const auto loaded = load_file(p).tensors;
+    const nn::StateDict& want = loaded.contains("b") ? a : b;
+    ASSERT_EQ(loaded.size(), want.size()) << round;
+    for (const auto& [name, t] : want) EXPECT_EQ(values_of(loaded.at(name)), values_of(t)) << name;
+  }
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST_F(SafetensorsTest, ANameThatIsNotUtf8IsAnIOErrorNamingThePath) {
+  const std::string p = path("bad_name.safetensors");
+  save(nn::StateDict{{"x", ones({1})}}, p);
+  const std::string before = read_bytes(p);
+  EXPECT_THROW_MSG(
+      save(nn::StateDict{{"\xff\xfe", zeros({1})}}, p),
+      IOError,
+      "bad_name.safetensors': a tensor name or metadata value is not valid UTF-8");
+  EXPECT_THROW_MSG(
+      save(nn::StateDict{{"x", zeros({1})}}, p, {{"note", "\xc3"}}), IOError, "not valid UTF-8");
+  EXPECT_EQ(read_bytes(p), before);
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
 }
